@@ -1,0 +1,63 @@
+"""Command line: ``python -m autograder check | grade | calibrate``.
+
+Exit codes: 0 graded (whatever the score); 1 grading itself failed for a notebook or for
+at least one submission (the report and CSV say which and why); 2 usage or set-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .nbgrader_run import DEFAULT_CELL_TIMEOUT_S, DEFAULT_SUBMISSION_TIMEOUT_S, SetupError
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0],
+                                epilog="Exit codes: 0 graded, 1 grading failed, 2 usage or set-up error.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def limits(sp):
+        sp.add_argument("--cell-timeout", type=float, default=DEFAULT_CELL_TIMEOUT_S, metavar="S",
+                        help="seconds one cell may run before nbgrader interrupts it (default %(default)s)")
+        sp.add_argument("--timeout", type=float, default=DEFAULT_SUBMISSION_TIMEOUT_S, metavar="S",
+                        help="seconds one whole submission may take (default %(default)s)")
+
+    c = sub.add_parser("check", help="grade one notebook with the lab's hidden tests")
+    c.add_argument("notebook", type=Path)
+    c.add_argument("--lab", help="lab id, when the file name does not say (e.g. 00_measure)")
+    c.add_argument("--json", action="store_true", help="print JSON instead of text")
+    limits(c)
+
+    g = sub.add_parser("grade", help="autograde every submission of an nbgrader course")
+    g.add_argument("course_dir", type=Path)
+    g.add_argument("assignment", nargs="?", help="only this assignment (default: all)")
+    g.add_argument("--csv", type=Path, help="where to write scores (default COURSE_DIR/grades.csv)")
+    limits(g)
+
+    k = sub.add_parser("calibrate", help="measure the references against themselves on this machine")
+    k.add_argument("lab", nargs="?")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    lim = {}
+    if args.command in ("check", "grade"):
+        lim = {"cell_timeout_s": args.cell_timeout, "timeout_s": args.timeout}
+    try:
+        if args.command == "check":
+            from . import selfcheck
+
+            return selfcheck.run(args.notebook, args.lab, as_json=args.json, **lim)
+        if args.command == "grade":
+            from . import cohort
+
+            return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, **lim)
+        from . import calibrate
+
+        return calibrate.run(args.lab)
+    except (SetupError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,44 @@
+"""One line per check and a last line ``score: X/Y`` -- the same report everywhere."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class Result:
+    """The outcome of one graded check."""
+
+    name: str
+    score: float
+    max_score: float
+    message: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= self.max_score
+
+
+def line(r: Result) -> str:
+    """``PASS name  2/2`` or ``FAIL name  0/2  reason``."""
+    mark = "PASS" if r.passed else ("PART" if r.score > 0 else "FAIL")
+    text = f"{mark} {r.name:<28} {r.score:g}/{r.max_score:g}"
+    return f"{text}  {r.message}" if r.message else text
+
+
+def total(results: list[Result]) -> tuple[float, float]:
+    return sum(r.score for r in results), sum(r.max_score for r in results)
+
+
+def print_report(results: list[Result], *, as_json: bool = False, extra: dict | None = None) -> float:
+    """Print the report (text or JSON) and return the score."""
+    score, max_score = total(results)
+    if as_json:
+        print(json.dumps({**(extra or {}), "score": score, "max_score": max_score,
+                          "checks": [asdict(r) for r in results]}, indent=2))
+    else:
+        for r in results:
+            print(line(r))
+        print(f"score: {score:g}/{max_score:g}")
+    return score

@@ -1,0 +1,61 @@
+"""``python -m autograder check NOTEBOOK``: grade one notebook exactly as an instructor would.
+
+Builds a throw-away nbgrader course whose source is the kit's own ``solutions/`` (so the
+hidden tests are the real ones), puts the notebook in as the only submission, and runs real
+``nbgrader autograde`` on it. Self-check and instructor grading therefore cannot disagree.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from . import nbgrader_run
+from .nbgrader_run import KIT_ROOT, Outcome, SetupError
+from .report import print_report
+
+STUDENT = "learner"
+
+
+def labs(root: Path = KIT_ROOT) -> list[str]:
+    """The lab ids the kit ships (folders of ``solutions/``)."""
+    return sorted(p.name for p in (root / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+
+
+def lab_of(notebook: Path, lab: str | None) -> str:
+    """The lab a notebook belongs to: ``--lab``, else its file name, else its folder's."""
+    known = labs()
+    for guess in (lab, notebook.stem, notebook.parent.name):
+        if guess in known:
+            return guess
+    if lab:
+        raise SetupError(f"unknown lab {lab!r}; the kit has {', '.join(known)}")
+    raise SetupError(f"cannot tell which lab {notebook.name} is; pass --lab (one of {', '.join(known)})")
+
+
+def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
+    """Autograde ``notebook`` against the kit's hidden tests in a temporary course."""
+    notebook = Path(notebook)
+    if not notebook.is_file():
+        raise SetupError(f"no such notebook: {notebook}")
+    lab = lab_of(notebook, lab)
+    with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
+        course = Path(tmp)
+        shutil.copy(KIT_ROOT / "nbgrader_config.py", course)
+        shutil.copytree(KIT_ROOT / "solutions" / lab, course / "solutions" / lab)
+        nbgrader_run.ensure_assignment(course, lab)
+        target = course / "submitted" / STUDENT / lab
+        target.mkdir(parents=True)
+        shutil.copy(notebook, target / f"{lab}.ipynb")
+        return nbgrader_run.autograde(course, lab, STUDENT, **limits)
+
+
+def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, **limits) -> int:
+    """Print the report; exit code 0 when graded, 1 when grading itself failed."""
+    outcome = grade_notebook(notebook, lab, **limits)
+    if outcome.error and not as_json:
+        print(f"error: {outcome.error}")
+    print_report(outcome.results, as_json=as_json,
+                 extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error})
+    return 1 if outcome.error else 0

@@ -1,0 +1,31 @@
+"""Every lab's targets, in one place.
+
+Throughput targets are ratios to a reference measured side by side in the same run
+(interleaved, median), never seconds; correctness, locality and completion targets are
+fractions and counts. A tiered goal lists its tiers; each tier is one graded cell.
+Time limits bound how long the grader lets learner code run (they are safety limits, not
+targets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Lab00:
+    """00_measure: measuring throughput correctly, and choosing a batch size."""
+
+    rel_tolerance: float = 0.15           # learner's items/s within ±15 % of the known truth
+    outlier_every: int = 6                # noisy workload: one call in 6 is slow ...
+    outlier_factor: float = 8.0           # ... by this factor
+    warmup_calls: tuple = (0.30, 0.15, 0.075)  # seconds taken by the first calls (compile, caches)
+    batch_tiers: tuple = (0.6, 0.85)      # learner's batch size: rate ≥ these × the grader's best
+    batch_rounds: int = 7                 # interleaved rounds for that comparison
+    call_timeout_s: float = 60.0          # one call of learner code
+    ray_timeout_s: float = 60.0           # a learner's Ray task to finish
+
+
+LAB00 = Lab00()
+
+TARGETS = {"00_measure": LAB00}
