@@ -97,7 +97,11 @@ def start(
     if remote:
         ray.init(address=remote, **kwargs)
     else:
+        # address="local": always a fresh instance. A bare ray.init() would join whatever
+        # cluster /tmp/ray/ray_current_cluster names -- and ray.cluster_utils.Cluster (an
+        # emulated cluster in another notebook or test) writes that file.
         ray.init(
+            address="local",
             num_cpus=num_cpus,
             num_gpus=num_gpus,
             resources=resources or None,

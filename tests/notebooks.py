@@ -1,0 +1,72 @@
+"""Test helpers that build submissions from the kit's notebooks (testbook-style).
+
+A submission is the solution notebook with some cells replaced by grade_id, or extra cells
+inserted after one: how a learner's partial, wrong or hostile work looks to nbgrader.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def solution(lab: str) -> Path:
+    return ROOT / "solutions" / lab / f"{lab}.ipynb"
+
+
+def released(lab: str) -> Path:
+    return ROOT / "labs" / lab / f"{lab}.ipynb"
+
+
+def variant(lab: str, dest: Path, *, replace: dict[str, str] | None = None,
+            after: dict[str, list[str]] | None = None, base: Path | None = None) -> Path:
+    """Write ``dest``: the solution (or ``base``) with cells replaced or code cells added.
+
+    ``replace`` maps a grade_id to new source; ``after`` maps a grade_id to sources of plain
+    code cells to insert after it.
+    """
+    nb = nbformat.read(base or solution(lab), as_version=4)
+    replace, after = dict(replace or {}), dict(after or {})
+    cells = []
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in replace:
+            cell.source = replace.pop(gid)
+        cells.append(cell)
+        for src in after.pop(gid, []):
+            cells.append(nbformat.v4.new_code_cell(src))
+    assert not replace and not after, f"no such grade_id: {sorted({**replace, **after})}"
+    nb.cells = cells
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+    return dest
+
+
+def graded_cells(path: Path) -> dict[str, float]:
+    """grade_id -> points of every autograded test cell of a notebook."""
+    nb = json.loads(path.read_text())
+    out = {}
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            out[meta["grade_id"]] = float(meta["points"])
+    return out
+
+
+def make_course(tmp: Path, labs: list[str]) -> Path:
+    """An instructor's nbgrader course in ``tmp``: the kit's config and the labs' sources."""
+    shutil.copy(ROOT / "nbgrader_config.py", tmp)
+    for lab in labs:
+        shutil.copytree(ROOT / "solutions" / lab, tmp / "solutions" / lab)
+    return tmp
+
+
+def submit(course: Path, student: str, lab: str, notebook: Path) -> None:
+    dest = course / "submitted" / student / lab
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(notebook, dest / f"{lab}.ipynb")

@@ -1,0 +1,71 @@
+"""Every lab, through real nbgrader: the solution gets full marks, the blank lab gets 0,
+labs/ is what nbgrader generates from solutions/, and test cells match registered checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autograder import selfcheck
+from autograder.checks import for_lab
+from notebooks import ROOT, graded_cells, released, solution
+
+LABS = selfcheck.labs()
+
+
+def test_every_lab_has_both_copies():
+    assert "00_measure" in LABS
+    for lab in LABS:
+        assert released(lab).exists(), f"labs/{lab} missing: run nbgrader generate_assignment {lab}"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_test_cells_match_registered_checks(lab):
+    cells = graded_cells(solution(lab))
+    checks = {c.grade_id: c.points for c in for_lab(lab).values()}
+    assert cells == checks
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_first_cell_is_locked_and_begins_grading(lab):
+    nb = json.loads(solution(lab).read_text())
+    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    assert first["metadata"]["nbgrader"]["locked"]
+    assert f'autograder.begin("{lab}")' in "".join(first["source"])
+
+
+def _cells(path):
+    nb = json.loads(path.read_text())
+    return [(c["cell_type"], "".join(c["source"])) for c in nb["cells"]]
+
+
+def test_labs_are_generated_from_solutions(tmp_path):
+    kit = tmp_path / "kit"
+    shutil.copytree(ROOT / "solutions", kit / "solutions")
+    shutil.copy(ROOT / "nbgrader_config.py", kit)
+    for lab in LABS:
+        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force"],
+                       cwd=kit, check=True, capture_output=True)
+        assert _cells(kit / "labs" / lab / f"{lab}.ipynb") == _cells(released(lab)), (
+            f"labs/{lab} is stale: run `nbgrader generate_assignment {lab} --force` and commit labs/")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", LABS)
+def test_solution_gets_full_marks(lab):
+    outcome = selfcheck.grade_notebook(solution(lab), cell_timeout_s=300)
+    assert not outcome.error
+    failed = {r.name: r.message for r in outcome.results if not r.passed}
+    assert not failed and outcome.score == outcome.max_score == sum(graded_cells(solution(lab)).values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", LABS)
+def test_blank_lab_gets_zero(lab):
+    outcome = selfcheck.grade_notebook(released(lab), cell_timeout_s=300)
+    assert not outcome.error
+    assert outcome.results and outcome.score == 0, [r for r in outcome.results if r.score]
