@@ -65,6 +65,19 @@ def deadline(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
+# Learner callables that already hung once: each further check fails at once, so a hanging
+# function costs the grader one deadline, not one per check.
+_timed_out: dict = {}
+
+
+def _key(fn):
+    try:
+        hash(fn)
+        return fn
+    except TypeError:
+        return id(fn)
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
@@ -79,6 +92,9 @@ def call(fn, *args, what: str, timeout_s: float = 60.0, **kwargs):
     """
     if not callable(fn):
         raise AssertionError(f"{what} is not defined as a function or class (got {type(fn).__name__})")
+    if _timed_out.get(_key(fn)):
+        raise AssertionError(f"{what} was already stopped once for running past {_timed_out[_key(fn)]:g} s; "
+                             "not run again")
     try:
         with deadline(timeout_s), contextlib.redirect_stderr(io.StringIO()):
             return fn(*args, **kwargs)
@@ -87,6 +103,7 @@ def call(fn, *args, what: str, timeout_s: float = 60.0, **kwargs):
     except NotImplementedError:
         raise AssertionError(f"{what} is not implemented yet (it raises NotImplementedError)") from None
     except Deadline:
+        _timed_out[_key(fn)] = timeout_s
         raise AssertionError(
             f"{what} did not finish within {timeout_s:g} s and was stopped by the grader"
         ) from None

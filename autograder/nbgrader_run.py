@@ -156,7 +156,7 @@ def scores_except(db: Path, student: str) -> list[tuple] | None:
             if con.execute("pragma integrity_check").fetchone()[0] != "ok":
                 return None
             return con.execute(
-                "select sa.student_id, g.name, g.auto_score, g.manual_score from grade g "
+                "select sa.student_id, g.cell_id, g.auto_score, g.manual_score from grade g "
                 "join submitted_notebook sn on g.notebook_id = sn.id "
                 "join submitted_assignment sa on sn.assignment_id = sa.id "
                 "where sa.student_id != ? order by 1, 2", (student,)).fetchall()

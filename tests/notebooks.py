@@ -60,6 +60,7 @@ def graded_cells(path: Path) -> dict[str, float]:
 
 def make_course(tmp: Path, labs: list[str]) -> Path:
     """An instructor's nbgrader course in ``tmp``: the kit's config and the labs' sources."""
+    tmp.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "nbgrader_config.py", tmp)
     for lab in labs:
         shutil.copytree(ROOT / "solutions" / lab, tmp / "solutions" / lab)

@@ -66,12 +66,10 @@ class Workload:
         else:
             self._work(kind, seconds)
 
-    def true_rate(self) -> float:
-        """Items per second in the steady state, from the grader's own timings."""
+    def true_rate(self) -> float | None:
+        """Items per second in the steady state, from the grader's own timings (None if never run)."""
         steady = [s for kind, s in self.log if kind == "steady"]
-        if not steady:
-            raise AssertionError("throughput never ran the workload to completion")
-        return self.items / statistics.median(steady)
+        return self.items / statistics.median(steady) if steady else None
 
 
 def _make(salt: int, **kw) -> Workload:
@@ -88,6 +86,9 @@ def _verify(throughput, workload: Workload, label: str, hint: str) -> None:
     except (TypeError, ValueError):
         raise AssertionError(f"throughput returned {got!r}; expected items per second (a number)") from None
     truth = workload.true_rate()
+    if truth is None:
+        raise AssertionError(f"{label}: throughput returned {got:,.1f} without running the workload "
+                             "through its steady state; nothing was measured")
     error = got / truth - 1 if math.isfinite(got) else math.inf
     if not abs(error) <= T.rel_tolerance:
         tampered = harness.clock_tampered()

@@ -1,0 +1,170 @@
+"""A cohort of lab 00 submissions graded by real `nbgrader autograde` through
+`python -m autograder grade`: each broken or hostile submission loses only the points it did
+not earn, with a reason, and nobody else's grade is touched."""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+
+import pytest
+
+from autograder import cohort, cli
+from autograder.checks import lab00
+from notebooks import make_course, released, submit, variant
+
+LAB = "00_measure"
+SEED = "12345"
+BLANK = {c.metadata["nbgrader"]["grade_id"]: c.source
+         for c in __import__("nbformat").read(released(LAB), as_version=4).cells
+         if c.metadata.get("nbgrader", {}).get("solution")}
+
+# best_batch_size written without the learner's own throughput (so a broken throughput
+# does not also break the sweep in the submissions below)
+SELF_CONTAINED_SWEEP = '''
+from course import bench
+
+def best_batch_size(run, candidates, images=512):
+    rates = {}
+    for n in candidates:
+        reps = max(1, images // n)
+        rates[n] = bench.measure(lambda n=n, reps=reps: [run(n) for _ in range(reps)],
+                                 items=n * reps, warmup=2, budget_s=0.5).rate
+    return max(rates, key=rates.get)
+'''
+THROUGHPUT_CHECKS = {"throughput-known-cost", "throughput-sync", "throughput-warmup", "throughput-outliers"}
+
+
+def _submissions(tmp):
+    return {
+        "alice-solution": variant(LAB, tmp / "a.ipynb"),
+        "bob-blank": released(LAB),
+        "carol-partial": variant(LAB, tmp / "c.ipynb", replace={"best_batch_size": (
+            "def best_batch_size(run, candidates):\n    raise RuntimeError('my sweep crashed')")}),
+        "dave-hangs": variant(LAB, tmp / "d.ipynb", replace={
+            "throughput": "def throughput(fn, items):\n    while True:\n        pass",
+            "best_batch_size": SELF_CONTAINED_SWEEP},
+            after={"submit_batch": ["while True:\n    pass"]}),
+        "erin-exits": variant(LAB, tmp / "e.ipynb", after={
+            "throughput": ["exit()", "import os\nos._exit(0)", "import sys\nsys.exit(3)"],
+            "submit_batch": ["ray.shutdown()"]}),
+        "frank-clock": variant(LAB, tmp / "f.ipynb", after={"setup": [
+            "_real = time.perf_counter\ntime.perf_counter = lambda: _real() * 0.5"]}),
+        "grace-hardcoded": variant(LAB, tmp / "g.ipynb", replace={
+            "throughput": "def throughput(fn, items):\n    return 1234.0",
+            "best_batch_size": "def best_batch_size(run, candidates):\n    return 64",
+            "submit_batch": "def submit_batch(seed, n):\n    return ray.put(np.zeros(n, dtype=np.float32))"}),
+        "ivan-gradebook": variant(LAB, tmp / "i.ipynb", after={"setup": [
+            "import pathlib, sqlite3\n"
+            "db = next(p / 'gradebook.db' for p in pathlib.Path.cwd().parents if (p / 'gradebook.db').exists())\n"
+            "with sqlite3.connect(db) as con:\n"
+            "    con.execute('update grade set auto_score = 0')"]}),
+        "judy-kills-kernel": variant(LAB, tmp / "j.ipynb", after={"throughput": [
+            "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.kill(libc.getpid(), 9)"]}),
+    }
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cohort")
+    course = make_course(tmp / "course", [LAB])
+    for student, nb in _submissions(tmp).items():
+        submit(course, student, LAB, nb)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AUTOGRADER_SEED", SEED)             # deterministic workloads, so fakes can be checked
+    mp.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")   # a hang costs 20 s, not 60
+    code = cohort.run(course, LAB, cell_timeout_s=60, timeout_s=600)
+    mp.undo()
+    with open(course / "grades.csv") as f:
+        rows = {r["student_id"]: r for r in csv.DictReader(f)}
+    return code, rows, course
+
+
+def failed(row):
+    return set(row["failed_checks"].split())
+
+
+@pytest.mark.slow
+def test_exit_code_reports_the_submission_that_could_not_be_graded(graded):
+    code, rows, _ = graded
+    assert code == 1
+    assert sorted(rows) == sorted(["alice-solution", "bob-blank", "carol-partial", "dave-hangs", "erin-exits",
+                                   "frank-clock", "grace-hardcoded", "ivan-gradebook", "judy-kills-kernel"])
+
+
+@pytest.mark.slow
+def test_solution_and_blank(graded):
+    _, rows, _ = graded
+    assert (rows["alice-solution"]["score"], rows["alice-solution"]["max_score"]) == ("14", "14")
+    assert rows["alice-solution"]["status"] == "graded"
+    assert rows["bob-blank"]["score"] == "0" and rows["bob-blank"]["status"] == "graded"
+
+
+@pytest.mark.slow
+def test_partial_and_raising_submission_keeps_what_it_earned(graded):
+    _, rows, _ = graded
+    row = rows["carol-partial"]
+    assert row["score"] == "10"
+    assert failed(row) == {"batch-model", "batch-real-tier1", "batch-real-tier2"}
+
+
+@pytest.mark.slow
+def test_hanging_submission_loses_only_the_hanging_parts(graded):
+    _, rows, _ = graded
+    row = rows["dave-hangs"]
+    assert row["status"] == "graded" and failed(row) == THROUGHPUT_CHECKS and row["score"] == "6"
+
+
+@pytest.mark.slow
+def test_exits_and_ray_shutdown_cost_nothing_earned(graded):
+    _, rows, _ = graded
+    assert rows["erin-exits"]["score"] == "14" and rows["erin-exits"]["status"] == "graded"
+
+
+@pytest.mark.slow
+def test_patched_clock_fools_only_the_learner(graded):
+    _, rows, _ = graded
+    row = rows["frank-clock"]
+    # the learner's own measurements are off by 2x; the grader's are not
+    assert failed(row) == THROUGHPUT_CHECKS and row["score"] == "6"
+
+
+@pytest.mark.slow
+def test_hard_coded_answers_fail(graded):
+    _, rows, _ = graded
+    row = rows["grace-hardcoded"]
+    assert lab00.BatchModel(5).best != 64 or lab00.SEED != int(SEED)  # precondition holds for this seed
+    assert THROUGHPUT_CHECKS | {"batch-model", "ray-task"} <= failed(row)
+    assert float(row["score"]) <= 2  # only the real-kernel tiers can pass: 64 may be a good size here
+
+
+@pytest.mark.slow
+def test_gradebook_tampering_is_undone(graded):
+    _, rows, course = graded
+    row = rows["ivan-gradebook"]
+    assert row["score"] == "0" and "changed the gradebook" in row["status"]
+    with sqlite3.connect(course / "gradebook.db") as con:
+        alice = con.execute(
+            "select sum(g.auto_score) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
+            "join submitted_assignment sa on sn.assignment_id = sa.id where sa.student_id = 'alice-solution'"
+        ).fetchone()[0]
+    assert alice == 14
+
+
+@pytest.mark.slow
+def test_killed_kernel_is_recorded_and_grading_goes_on(graded):
+    _, rows, _ = graded
+    row = rows["judy-kills-kernel"]
+    assert row["status"].startswith("error:") and "kernel died" in row["status"] and row["score"] == "0"
+    others = [r["status"] for s, r in rows.items() if s not in ("judy-kills-kernel", "ivan-gradebook")]
+    assert others == ["graded"] * 7
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+    assert cli.main(["grade", str(tmp_path)]) == 2
+    assert "not an nbgrader course" in capsys.readouterr().err
+    nb = variant(LAB, tmp_path / "x.ipynb")
+    assert cli.main(["check", str(nb)]) == 2
+    assert "pass --lab" in capsys.readouterr().err
+    assert cli.main(["check", str(nb), "--lab", "99_nothing"]) == 2
+    assert cli.main(["check", str(tmp_path / "missing.ipynb")]) == 2
