@@ -13,6 +13,8 @@ from autograder import cohort, cli
 from autograder.checks import lab00
 from notebooks import make_course, released, submit, variant
 
+pytestmark = pytest.mark.timeout(1800)  # the module fixture grades nine submissions
+
 LAB = "00_measure"
 SEED = "12345"
 BLANK = {c.metadata["nbgrader"]["grade_id"]: c.source
