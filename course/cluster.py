@@ -108,7 +108,7 @@ def start(
             object_store_memory=object_store_mb * 2**20,
             **kwargs,
         )
-        _started_with = {"want": want, "dashboard": dashboard}
+        _started_with = {"dashboard": dashboard}
     return _info()
 
 

@@ -31,3 +31,11 @@ def test_logical_gpus_restart_the_local_instance(ray_local):
         ray.kill(h)
     cluster.start(num_cpus=2)  # enough already: stays as it is
     assert cluster.start().gpus == 8
+
+
+def test_learners_own_ray_init_is_kept(ray_local):
+    ray.shutdown()
+    ray.init(address="local", num_cpus=1, log_to_driver=False)  # what a learner might type
+    info = cluster.start()  # no request: the learner's Ray is used as it is
+    assert info.cpus == 1
+    assert cluster.start(num_cpus=2).cpus == 2  # a request it cannot meet: restarted locally
