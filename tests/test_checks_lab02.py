@@ -223,7 +223,18 @@ def test_no_retries_is_at_most_once(small):
     cls = ray.remote(max_restarts=-1, max_task_retries=0)(ref.PipelineWorker.__ray_actor_class__)
     with pytest.raises(AssertionError, match="items were lost.*at-most-once.*completion guarantee broken"):
         lab02.chaos_complete(cls)
-    with pytest.raises(AssertionError, match="never reached the ledger.*exactly-once broken"):
+    lab02.chaos_exactly_once(cls)  # nothing ran twice: the lost calls are completion's business
+
+
+def test_effects_never_applied_are_caught(small):
+    class NoEffect(Naive):
+        def process(self, seq, seed):
+            return faults.tiny_item(seed)
+
+    cls = ray.remote(max_restarts=-1, max_task_retries=-1)(NoEffect)
+    with pytest.raises(AssertionError, match="only 0 of .* planned kills happened"):
+        lab02.chaos_complete(cls)
+    with pytest.raises(AssertionError, match="effect never reached the ledger.*exactly-once broken"):
         lab02.chaos_exactly_once(cls)
 
 
