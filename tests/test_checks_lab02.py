@@ -181,6 +181,16 @@ def test_inconsistent_checkpoint_is_caught(small):
         lab02.checkpoint_resume(StaleTotal)
 
 
+def test_blank_constructor_is_named(small):
+    @ray.remote
+    class Blank(NoCheckpoint.__ray_actor_class__):
+        def __init__(self, path, every):
+            raise NotImplementedError()
+
+    with pytest.raises(AssertionError, match=r"CheckpointedAccumulator.__init__ is not implemented yet"):
+        lab02.checkpoint_resume(Blank)
+
+
 def test_checkpoint_needs_an_actor_class(small):
     with pytest.raises(AssertionError, match="not a Ray actor class"):
         lab02.checkpoint_resume(NoCheckpoint.__ray_actor_class__)

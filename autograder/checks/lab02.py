@@ -46,8 +46,23 @@ def _ray() -> None:
 
 def _actor_class(obj, name: str) -> None:
     if not isinstance(obj, ray.actor.ActorClass):
-        raise AssertionError(f"{name} is not a Ray actor class (decorate the class with @ray.remote); "
-                             f"got {type(obj).__name__}")
+        kind = "a plain class" if isinstance(obj, type) else f"a {type(obj).__name__}"
+        raise AssertionError(f"{name} is not a Ray actor class (it is {kind}): make it one with "
+                             "@ray.remote or ray.remote(...)(cls)")
+
+
+def _constructed(actor, what: str) -> None:
+    """Wait for the actor's constructor; a failing constructor becomes a one-line reason."""
+    try:
+        ray.get(actor.__ray_ready__.remote(), timeout=T.call_timeout_s)
+    except ray.exceptions.ActorDiedError as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        last = lines[-1] if lines else "ActorDiedError"
+        if "NotImplementedError" in last:
+            raise AssertionError(f"{what}.__init__ is not implemented yet (it raises NotImplementedError)") from None
+        raise AssertionError(f"{what}.__init__ raised {last[:200]}") from None
+    except ray.exceptions.GetTimeoutError:
+        raise AssertionError(f"{what}.__init__ did not finish within {T.call_timeout_s:g} s") from None
 
 
 # --- recovery latency ------------------------------------------------------------------------
@@ -181,6 +196,7 @@ def _do_checkpoint_run(cls):
     what = "CheckpointedAccumulator"
     actor = harness.call(lambda: cls.options(max_restarts=-1, max_task_retries=0).remote(path, every),
                          what=f"{what}.remote(path, every)")
+    _constructed(actor, what)
 
     def feed(lo, hi):
         refs = [actor.add.remote(x) for x in xs[lo:hi]]
@@ -279,6 +295,7 @@ def _do_chaos_run(cls):
     kill_at = faults.kill_points(n, T.chaos_kill_every, rng)
     ledger = faults.Ledger.remote()
     worker = harness.call(cls.remote, ledger, what="PipelineWorker.remote(ledger)")
+    _constructed(worker, "PipelineWorker")
     try:
         report = harness.call(faults.chaos_run, worker, ledger, seeds, kill_at, timeout_s=T.chaos_timeout_s,
                               what="the chaos run of PipelineWorker")
