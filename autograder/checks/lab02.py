@@ -11,8 +11,9 @@
   at most one interval behind.
 * **chaos**: the learner's ``PipelineWorker`` processes >= 1,000 tiny items whose effects go to
   the grader's ledger; the ledger SIGKILLs the worker at seeded items, right after the item's
-  effect landed and before the call returned. Every item must complete with the right value,
-  and every effect must be applied exactly once.
+  effect landed and before the call returned. Every item must complete with the right value
+  (none lost: needs retries), and no effect may be applied twice while every returned item's
+  effect is in the ledger (exactly-once: needs idempotent, sequence-numbered updates).
 
 Seeds are drawn per run (``AUTOGRADER_SEED`` fixes them).
 """
