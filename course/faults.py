@@ -9,7 +9,12 @@ Ray side (real failures, on a local Ray or an emulated cluster):
   replacement answers (``ray.kill`` returns before the old process is even gone, and the old
   process may still answer a call made right after it);
 * :func:`recovery_latency` times kill -> first successful call answered by a new process;
-* :func:`remove_node` is node loss on ``course.cluster.emulated(...)``.
+* :func:`remove_node` is node loss on ``course.cluster.emulated(...)``;
+* :func:`chaos_run` drives many tiny items through a worker actor while a :class:`Ledger`
+  (a stand-in for a database) SIGKILLs it at chosen items, and keeps the ground truth.
+
+Importing this module mutes Ray's driver-side reports of worker deaths and task retries
+(:func:`mute_expected_failure_reports`): here they are caused on purpose.
 
 Kubernetes side (a documented *model*, not a measurement): :func:`cold_start` measures a
 fresh Python process importing the course's stack -- the floor of any container restart --
