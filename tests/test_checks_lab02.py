@@ -1,0 +1,266 @@
+"""Lab 02's fault injection and checks, called directly: the reference passes, each bad
+implementation fails the right check with a message naming the guarantee that broke.
+
+The checks run at reduced sizes here (fewer items and kills; same logic) to keep these fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import pytest
+import ray
+from ray import cloudpickle
+
+from autograder.checks import lab02
+from autograder.reference import lab02 as ref
+from course import faults
+
+# Ray workers cannot import this test module: ship its classes by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture
+def small(monkeypatch, ray_local):
+    monkeypatch.setattr(lab02, "T", dataclasses.replace(
+        lab02.T, chaos_items=240, chaos_kill_every=(70, 100), ckpt_items=120, ckpt_every=(10, 20),
+        ckpt_kills=2))
+    return lab02.T
+
+
+# --- course.faults without Ray ---------------------------------------------------------------
+
+def test_summary_percentiles_and_cdf():
+    s = faults.summary([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert s == {"p50": 3.0, "p95": pytest.approx(4.8), "max": 5.0, "n": 5}
+    assert faults.cdf([3.0, 1.0, 2.0]) == ([1.0, 2.0, 3.0], [1 / 3, 2 / 3, 1.0])
+
+
+def test_kubernetes_model_follows_documented_backoff():
+    assert faults.crashloop_backoff(7) == [10, 20, 40, 80, 160, 300, 300]
+    assert faults.k8s_restart_model(1.5, 3) == [11.5, 21.5, 41.5]
+    assert faults.NODE_FAILURE_TOLERATION_S == 300
+
+
+def test_kill_points_are_spaced_as_asked():
+    import random
+
+    pts = faults.kill_points(1000, (120, 200), random.Random(3))
+    gaps = [b - a for a, b in zip([0] + pts, pts)]
+    assert pts and all(120 <= g <= 200 for g in gaps) and pts[-1] < 999
+
+
+def test_cold_start_runs_a_fresh_process():
+    (t,) = faults.cold_start("pass", repeats=1)
+    assert 0 < t < 30
+
+
+# --- course.faults with Ray ------------------------------------------------------------------
+
+@ray.remote(max_restarts=-1, num_cpus=0)
+class Pid:
+    def __init__(self):
+        self.n = 0
+
+    def ping(self):
+        self.n += 1
+        return os.getpid(), self.n
+
+
+def test_sigkill_restart_and_state_loss(ray_local):
+    a = Pid.remote()
+    ray.get([a.ping.remote() for _ in range(3)])
+    r = faults.recovery_latency(a, "sigkill")
+    assert r.old_pid != r.new_pid and 0 < r.seconds < 30
+    assert ray.get(a.ping.remote()) == (r.new_pid, 1)  # constructor re-ran: state lost
+    old = faults.actor_pid(a)
+    assert faults.restart(a) > 0 and faults.actor_pid(a) != old
+    ray.kill(a)
+
+
+def test_dead_actor_is_reported_gone(ray_local):
+    a = Pid.options(max_restarts=0).remote()
+    pid, _ = faults.sigkill(a)
+    t = time.perf_counter()
+    with pytest.raises(faults.ActorGone, match="not restarted"):
+        faults.wait_until_answers(a, old_pid=pid, timeout_s=20)
+    assert time.perf_counter() - t < 15
+
+
+# --- latency checks --------------------------------------------------------------------------
+
+def test_reference_latency_passes(ray_local):
+    lab02.latency_sigkill(ref.recovery_latency)
+    lab02.latency_raykill(ref.recovery_latency)
+
+
+def test_latency_that_does_not_wait_fails(ray_local):
+    def no_wait(actor, kill):
+        kill()
+        return 0.0
+
+    with pytest.raises(AssertionError, match="before any call was answered by the new process"):
+        lab02.latency_sigkill(no_wait)
+
+
+def test_latency_padded_fails(ray_local):
+    def padded(actor, kill):
+        return ref.recovery_latency(actor, kill) + 5.0
+
+    with pytest.raises(AssertionError, match="allowed up to"):
+        lab02.latency_sigkill(padded)
+
+
+def test_latency_without_kill_fails(ray_local):
+    with pytest.raises(AssertionError, match="never called kill"):
+        lab02.latency_raykill(lambda actor, kill: 1.0)
+
+
+def test_latency_blank_fails(ray_local):
+    def blank(actor, kill):
+        raise NotImplementedError()
+
+    with pytest.raises(AssertionError, match="not implemented yet"):
+        lab02.latency_sigkill(blank)
+
+
+# --- checkpoint checks -----------------------------------------------------------------------
+
+@ray.remote
+class NoCheckpoint:
+    """State in memory only: a restart brings it back empty."""
+
+    def __init__(self, path, every):
+        self.count, self.total = 0, 0
+
+    def add(self, x):
+        self.count += 1
+        self.total += x
+        return self.count
+
+    def state(self):
+        return self.count, self.total
+
+
+@ray.remote
+class StaleTotal(NoCheckpoint.__ray_actor_class__):
+    """Saves the count, but the total from before the last item: an inconsistent checkpoint."""
+
+    def __init__(self, path, every):
+        self.path, self.every, self.count, self.total = path, every, 0, 0
+        if os.path.exists(path):
+            self.count, self.total = json.load(open(path))
+
+    def add(self, x):
+        before = self.total
+        self.count += 1
+        self.total += x
+        if self.count % self.every == 0:
+            json.dump([self.count, before], open(self.path, "w"))
+        return self.count
+
+
+def test_reference_checkpoint_passes(small):
+    lab02.checkpoint_resume(ref.CheckpointedAccumulator)
+    lab02.checkpoint_interval(ref.CheckpointedAccumulator)
+
+
+def test_no_checkpoint_loses_both(small):
+    with pytest.raises(AssertionError, match="came back with 0 items.*state guarantee broken"):
+        lab02.checkpoint_resume(NoCheckpoint)
+    with pytest.raises(AssertionError, match="more than one checkpoint interval"):
+        lab02.checkpoint_interval(NoCheckpoint)
+
+
+def test_inconsistent_checkpoint_is_caught(small):
+    with pytest.raises(AssertionError, match="checkpoint is inconsistent"):
+        lab02.checkpoint_resume(StaleTotal)
+
+
+def test_blank_constructor_is_named(small):
+    @ray.remote
+    class Blank(NoCheckpoint.__ray_actor_class__):
+        def __init__(self, path, every):
+            raise NotImplementedError()
+
+    with pytest.raises(AssertionError, match=r"CheckpointedAccumulator.__init__ is not implemented yet"):
+        lab02.checkpoint_resume(Blank)
+
+
+def test_checkpoint_needs_an_actor_class(small):
+    with pytest.raises(AssertionError, match="not a Ray actor class"):
+        lab02.checkpoint_resume(NoCheckpoint.__ray_actor_class__)
+
+
+# --- chaos checks ----------------------------------------------------------------------------
+
+class Naive:
+    def __init__(self, ledger):
+        self.ledger = ledger
+
+    def process(self, seq, seed):
+        value = faults.tiny_item(seed)
+        ray.get(self.ledger.add.remote(seq, value))
+        return value
+
+
+class InMemoryDedup:
+    """Idempotent only while the process lives: the set is lost with it."""
+
+    def __init__(self, ledger):
+        self.ledger, self.seen = ledger, set()
+
+    def process(self, seq, seed):
+        value = faults.tiny_item(seed)
+        if seq not in self.seen:
+            ray.get(self.ledger.add.remote(seq, value))
+            self.seen.add(seq)
+        return value
+
+
+def test_reference_chaos_passes(small):
+    lab02.chaos_complete(ref.PipelineWorker)
+    lab02.chaos_exactly_once(ref.PipelineWorker)
+    report = lab02._chaos[ref.PipelineWorker][0]
+    assert len(report.kills) >= 2 and not report.duplicates() and not report.missing()
+
+
+def test_no_retries_is_at_most_once(small):
+    cls = ray.remote(max_restarts=-1, max_task_retries=0)(ref.PipelineWorker.__ray_actor_class__)
+    with pytest.raises(AssertionError, match="items were lost.*at-most-once.*completion guarantee broken"):
+        lab02.chaos_complete(cls)
+    lab02.chaos_exactly_once(cls)  # nothing ran twice: the lost calls are completion's business
+
+
+def test_effects_never_applied_are_caught(small):
+    class NoEffect(Naive):
+        def process(self, seq, seed):
+            return faults.tiny_item(seed)
+
+    cls = ray.remote(max_restarts=-1, max_task_retries=-1)(NoEffect)
+    with pytest.raises(AssertionError, match="only 0 of .* planned kills happened"):
+        lab02.chaos_complete(cls)
+    with pytest.raises(AssertionError, match="effect never reached the ledger.*exactly-once broken"):
+        lab02.chaos_exactly_once(cls)
+
+
+def test_no_restarts_is_named(small):
+    cls = ray.remote(max_restarts=0, max_task_retries=-1)(ref.PipelineWorker.__ray_actor_class__)
+    with pytest.raises(AssertionError, match="restarts are off"):
+        lab02.chaos_complete(cls)
+
+
+def test_in_memory_dedup_applies_twice(small):
+    cls = ray.remote(max_restarts=-1, max_task_retries=-1)(InMemoryDedup)
+    lab02.chaos_complete(cls)  # every item completes: at-least-once works ...
+    with pytest.raises(AssertionError, match="applied more than once.*exactly-once broken"):
+        lab02.chaos_exactly_once(cls)  # ... but effects are applied twice
+
+
+def test_chaos_needs_an_actor_class(small):
+    with pytest.raises(AssertionError, match="not a Ray actor class"):
+        lab02.chaos_complete(Naive)
