@@ -37,6 +37,34 @@ TARGETS = {"00_measure": LAB00}
 
 
 @dataclass(frozen=True)
+class Lab01:
+    """01_actor_scaling: GPU actors, a pipelined driver, and where throughput stops growing."""
+
+    short_kernel_s: float = 0.002         # emulated kernel durations (sleeps standing in for kernels):
+    long_kernel_s: float = 0.050          # the knee sits at a few actors for the short one, far out for the long
+    worker_tiers: tuple = (0.5, 0.8)      # learner's actor: rate ≥ these × the reference actor's
+    worker_batches: int = 16              # batches per timed call of one real-kernel actor ...
+    worker_batch_size: int = 64           # ... of this many images
+    worker_rounds: int = 7                # interleaved rounds, learner vs reference actor
+    driver_tiers: tuple = (0.5, 0.8)      # learner's driver: rate ≥ these × the reference driver's
+    driver_jobs_per_actor: int = 6        # jobs per timed driver call, per emulated GPU
+    driver_rounds: int = 7                # interleaved rounds, learner vs reference driver
+    min_busy_fraction: float = 0.5        # emulated GPUs busy on average ≥ this × N (a loop gets ~1/N)
+    model_band: tuple = (0.8, 2.0)        # measured / predicted throughput must lie in this band
+    model_rounds: int = 3                 # rounds of the grader's sweep (best per point)
+    trivial_calls: int = 160              # calls per trivial-call measurement
+    fit_tolerance: float = 0.25           # fit_overhead recovers a seeded overhead within ±25 % ...
+    fit_noise: float = 0.05               # ... from synthetic trivial-call rates with ±5 % seeded noise
+    call_timeout_s: float = CALL_TIMEOUT_S  # one call of learner code
+    start_timeout_s: float = 120.0        # actors to start
+
+
+LAB01 = Lab01()
+
+TARGETS["01_actor_scaling"] = LAB01
+
+
+@dataclass(frozen=True)
 class Lab02:
     """02_restart_recovery: recovery latency, checkpointed state, exactly-once under chaos."""
 
@@ -49,7 +77,7 @@ class Lab02:
     chaos_items: int = 1000               # work items in the chaos run
     chaos_kill_every: tuple = (120, 200)  # a worker kill every this many items (seeded)
     chaos_timeout_s: float = 70.0         # the whole chaos run
-    call_timeout_s: float = 60.0          # one call of learner code
+    call_timeout_s: float = CALL_TIMEOUT_S  # one call of learner code
     restart_timeout_s: float = 30.0       # a killed actor must answer again within this
 
 

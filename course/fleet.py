@@ -1,0 +1,192 @@
+"""A fleet of GPU actors, real or emulated, and the measurements that go with it.
+
+* :func:`start` starts Ray with the fleet's resources: on a machine without a GPU, ``size()``
+  *logical* GPUs (an accounting fiction: Ray hands them out, no device exists); on a GPU
+  machine, the real GPUs plus ``size()`` units of the custom resource ``emulated_gpu``.
+* :func:`start_actors` turns a plain class (or a ``@ray.remote`` class) into ``n`` actors
+  that each own one device: ``num_gpus=1, num_cpus=0`` on a GPU or a logical GPU, or one CPU
+  for a real kernel on a CPU-only machine.
+* :class:`EmulatedGPU` is an actor standing in for one GPU: each call sleeps for the job's
+  kernel duration (:func:`course.kernels.emulated`) -- a stand-in, not GPU work -- and logs,
+  with its own clock, how long it was busy. :func:`emulated` keeps one such fleet per
+  process, so a notebook and its grader share the actors instead of starting them twice.
+* :func:`busy_seconds` and :func:`concurrency` read those logs: how many actors were busy
+  on average while a driver ran, measured from inside the actors.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass
+
+from . import backend, cluster, kernels
+
+# Start worker processes as fast as the machine allows and keep the raylet from warning
+# about "many worker processes" when a fleet of actors starts (each actor is one process).
+# Read by the raylet when Ray starts, so it must be set before :func:`start`.
+os.environ.setdefault("RAY_worker_maximum_startup_concurrency", "16")
+
+import ray  # noqa: E402
+
+EMULATED_RESOURCE = "emulated_gpu"  # the emulated fleet's resource on a machine with real GPUs
+MAX_SIZE = 16                       # logical GPUs per machine, at most
+
+
+def size() -> int:
+    """How many emulated GPUs this machine hosts: 4 per CPU core, between 4 and 16.
+
+    Each emulated GPU is an actor, i.e. a Python process; on 2 cores that is 8.
+    """
+    return max(4, min(MAX_SIZE, 4 * (os.cpu_count() or 1)))
+
+
+def real_devices() -> int:
+    """Devices a real kernel can run on: GPUs with CuPy, else CPU cores."""
+    if backend.on_gpu():
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    return os.cpu_count() or 1
+
+
+def start(n_emulated: int | None = None) -> cluster.ClusterInfo:
+    """Start (or join) Ray with a fleet of ``n_emulated`` emulated GPUs (default :func:`size`)."""
+    n = n_emulated or size()
+    if backend.on_gpu():
+        return cluster.start(num_gpus=real_devices(), resources={EMULATED_RESOURCE: n})
+    return cluster.start(num_gpus=n)
+
+
+def emulated_options() -> dict:
+    """Actor options for one emulated GPU: one logical GPU (or ``emulated_gpu``), no CPU."""
+    if backend.on_gpu():
+        return {"num_cpus": 0, "num_gpus": 0, "resources": {EMULATED_RESOURCE: 1}}
+    return {"num_cpus": 0, "num_gpus": 1}
+
+
+def device_options(*, reserve: bool = True) -> dict:
+    """Actor options for a real kernel: one GPU with CuPy, one CPU core with NumPy.
+
+    ``reserve=False`` asks for (almost) nothing, so actors a notebook left running cannot
+    keep these from starting; the grader uses it, and measures one actor at a time.
+    """
+    if backend.on_gpu():
+        return {"num_cpus": 0, "num_gpus": 1 if reserve else 0.01}
+    return {"num_cpus": 1 if reserve else 0, "num_gpus": 0}
+
+
+def start_actors(cls, n: int, *args, options: dict | None = None, timeout_s: float = 120.0,
+                 **kwargs) -> list:
+    """``n`` actors of ``cls`` (plain or ``@ray.remote``), started and ready.
+
+    ``options`` defaults to :func:`device_options`. Raises ``TimeoutError`` when they cannot
+    start in ``timeout_s`` seconds (usually: other actors hold the resources they need).
+    """
+    actor_cls = cls if hasattr(cls, "options") and hasattr(cls, "remote") else ray.remote(cls)
+    opts = device_options() if options is None else options
+    actors = [actor_cls.options(**opts).remote(*args, **kwargs) for _ in range(n)]
+    ready, pending = ray.wait([a.__ray_ready__.remote() for a in actors], num_returns=n, timeout=timeout_s)
+    if pending:
+        release(actors)
+        raise TimeoutError(f"{len(pending)} of {n} actors did not start within {timeout_s:g} s "
+                           f"(they need {opts}; free resources: {ray.available_resources()})")
+    ray.get(ready)  # raises if a constructor failed
+    return actors
+
+
+def release(actors) -> None:
+    """Kill actors and give their resources back (and forget them if they were the fleet)."""
+    global _fleet
+    for a in actors:
+        try:
+            ray.kill(a)
+        except Exception:
+            pass
+    ids = {a._actor_id for a in actors}
+    if _fleet is not None and any(a._actor_id in ids for a in _fleet[1]):
+        _fleet = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One call's worth of work for an emulated GPU: sleep ``seconds``, return ``token``."""
+
+    index: int
+    seconds: float
+    token: int
+
+
+def jobs(count: int, seconds: float, seed: int = 0, *, jitter: float = 0.0) -> list[Job]:
+    """``count`` jobs of ``seconds`` each (± ``jitter`` seconds, seeded), with seeded tokens."""
+    rng = random.Random(seed)
+    return [Job(i, max(0.0, seconds + rng.uniform(-jitter, jitter)), rng.randrange(2**31))
+            for i in range(count)]
+
+
+class EmulatedGPU:
+    """One emulated GPU: ``process(job)`` sleeps the job's kernel time and returns its token.
+
+    The sleep is :func:`course.kernels.emulated` -- it stands in for a kernel of known
+    duration and uses no compute, so a fleet of them fits on a laptop. Every call is logged
+    with the actor's own clock: ``(token, seconds busy)``.
+    """
+
+    def __init__(self):
+        self._log: list[tuple[int, float]] = []
+        self._kernels: dict[float, object] = {}
+
+    def process(self, job):
+        kernel = self._kernels.get(job.seconds)
+        if kernel is None:
+            kernel = self._kernels[job.seconds] = kernels.emulated(job.seconds)
+        start = time.perf_counter()
+        if job.seconds > 0:
+            kernel()
+        self._log.append((job.token, time.perf_counter() - start))
+        return job.token
+
+    def drain_log(self) -> list[tuple[int, float]]:
+        """The calls logged since the last drain, and forget them."""
+        log, self._log = self._log, []
+        return log
+
+
+_GENUINE = EmulatedGPU   # what the fleet cache accepts (captured at import)
+_fleet: tuple | None = None  # (class, actors) of this process's emulated fleet
+
+
+def emulated(n: int | None = None, *, timeout_s: float = 120.0) -> list:
+    """This process's fleet of emulated GPUs (the first ``n``; started on first use).
+
+    Started once and shared: the notebook and the grader use the same actors. Their logs
+    are drained before they are handed out.
+    """
+    global _fleet
+    want = n or size()
+    if _fleet is not None and _fleet[0] is _GENUINE and len(_fleet[1]) >= want:
+        actors = _fleet[1]
+        try:
+            ray.get([a.drain_log.remote() for a in actors], timeout=timeout_s)
+            return actors[:want]
+        except Exception:  # an actor died, or Ray restarted: start again
+            _fleet = None
+    actors = start_actors(_GENUINE, max(want, size()), options=emulated_options(), timeout_s=timeout_s)
+    _fleet = (_GENUINE, actors)
+    return actors[:want]
+
+
+def drain(actors) -> list[list[tuple[int, float]]]:
+    """Each emulated GPU's log since the last drain."""
+    return ray.get([a.drain_log.remote() for a in actors])
+
+
+def busy_seconds(logs) -> float:
+    """Total seconds the actors spent in their kernels, from their own logs."""
+    return sum(s for log in logs for _, s in log)
+
+
+def concurrency(logs, wall_s: float) -> float:
+    """Average number of emulated GPUs busy during ``wall_s`` seconds of driving them."""
+    return busy_seconds(logs) / wall_s if wall_s > 0 else 0.0
