@@ -34,3 +34,24 @@ class Lab00:
 LAB00 = Lab00()
 
 TARGETS = {"00_measure": LAB00}
+
+
+@dataclass(frozen=True)
+class Lab03:
+    """03_quotas: per-tenant GPU quotas on Ray (custom resources, placement groups) and Kubernetes."""
+
+    pool: int = 16                         # logical GPUs shared by the tenants
+    quotas: tuple = (("a", 8), ("b", 4), ("c", 4))  # each tenant's quota (sums to the pool)
+    noisy: str = "a"                       # the tenant that floods
+    flood_factor: int = 4                  # the noisy tenant keeps this many times its quota in flight
+    burst_s: float = 0.6                   # each tenant floods alone this long (enforcement)
+    phase_s: float = 1.5                   # one measuring phase (isolation, overhead)
+    rounds: int = 3                        # interleaved rounds (A B, B A, A B)
+    isolation_min: float = 0.7             # quiet tenants keep ≥ this fraction of their solo throughput
+    overhead_tiers: tuple = (0.5, 0.75)    # quota-enforced throughput ≥ these × no-quota, same run
+    pg_ready_timeout_s: float = 30.0       # a learner's placement groups must be ready by then
+    call_timeout_s: float = CALL_TIMEOUT_S  # one call of learner code
+
+
+LAB03 = Lab03()
+TARGETS["03_quotas"] = LAB03
