@@ -192,6 +192,7 @@ def measure_groups(tenant_groups, group_options) -> dict:
                 tenancy.run(None, {"warm": T.pool}, seconds=0.3)  # workers again after removal
             else:
                 state["made"], state["opts"] = make()
+                go(tenancy.saturate(QUOTAS), 0.5)  # new groups start cold: warm them, discarded
 
         try:
             return _measure(go, reference_between=between)
@@ -257,12 +258,12 @@ def groups_enforced(tenant_groups, group_options):
 
 @register(LAB, "groups-overhead-tier1", 1)
 def groups_overhead_tier1(tenant_groups, group_options):
-    _overhead(measure_groups(tenant_groups, group_options), T.overhead_tiers[0], "placement-group quotas")
+    _overhead(measure_groups(tenant_groups, group_options), T.groups_overhead_tiers[0], "placement-group quotas")
 
 
 @register(LAB, "groups-overhead-tier2", 1)
 def groups_overhead_tier2(tenant_groups, group_options):
-    _overhead(measure_groups(tenant_groups, group_options), T.overhead_tiers[1], "placement-group quotas")
+    _overhead(measure_groups(tenant_groups, group_options), T.groups_overhead_tiers[1], "placement-group quotas")
 
 
 # ---------------------------------------------------------------- manifests
@@ -362,4 +363,4 @@ def calibrate() -> list[str]:
     pg = measure_groups(ref.tenant_groups, ref.group_options)
     return [f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
             f"placement groups: peaks {pg['peaks']}, isolation {pg['isolation']}, overhead {pg['overhead']:.2f}",
-            f"tiers: isolation ≥ {T.isolation_min}, overhead {T.overhead_tiers}"]
+            f"tiers: isolation ≥ {T.isolation_min}, overhead {T.overhead_tiers}, groups {T.groups_overhead_tiers}"]
