@@ -1,0 +1,46 @@
+"""Reference answers for 03_quotas."""
+
+from __future__ import annotations
+
+from course import k8s
+
+
+def quota_resources(quotas: dict) -> dict:
+    """The node's custom resources: one unit of ``tenant_<name>`` per GPU of quota."""
+    return {f"tenant_{t}": q for t, q in quotas.items()}
+
+
+def resource_options(tenant: str) -> dict:
+    """Each kernel of ``tenant`` also takes one unit of its tenant resource."""
+    return {"resources": {f"tenant_{tenant}": 1}}
+
+
+def tenant_groups(quotas: dict) -> dict:
+    """One placement group per tenant reserving ``quota`` one-GPU bundles."""
+    from ray.util import placement_group
+
+    return {t: placement_group([{"GPU": 1}] * q, strategy="PACK", name=f"tenant-{t}")
+            for t, q in quotas.items()}
+
+
+def group_options(tenant: str, groups: dict) -> dict:
+    """Each kernel of ``tenant`` runs in one of its group's bundles."""
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    return {"scheduling_strategy": PlacementGroupSchedulingStrategy(groups[tenant])}
+
+
+def tenant_manifests(quotas: dict) -> list:
+    """The same policy on Kubernetes: per tenant a namespace, quota, limit range, queues and a RayCluster."""
+    objs = [k8s.resource_flavor()]
+    for t, q in quotas.items():
+        ns = f"tenant-{t}"
+        objs += [
+            k8s.namespace(ns),
+            k8s.resource_quota(ns, q),
+            k8s.limit_range(ns, q),
+            k8s.cluster_queue(ns, q, namespaces=[ns]),
+            k8s.local_queue(ns, ns),
+            k8s.ray_cluster("ray", ns, workers=q, gpus_per_worker=1, queue="gpu-queue"),
+        ]
+    return objs

@@ -1,0 +1,387 @@
+"""Kubernetes manifests as plain dicts: small builders, YAML output, and validation.
+
+The builders write the objects a GPU-sharing policy needs on Kubernetes:
+
+* core kinds -- ``Namespace``, ``ResourceQuota`` (``requests.nvidia.com/gpu`` per namespace),
+  ``LimitRange`` -- validated against the real Kubernetes OpenAPI schemas shipped with the
+  ``kubernetes-validate`` package (strict mode: unknown fields are errors), for the pinned
+  :data:`K8S_VERSION`; works offline;
+* a KubeRay ``RayCluster`` (``ray.io/v1``) whose GPU workers set ``limits: nvidia.com/gpu``;
+  its pod templates are validated as real Kubernetes pod templates, its own fields against
+  what KubeRay documents (docs.ray.io "RayCluster Configuration"; the KubeRay sample
+  ``ray-cluster.complete.yaml``);
+* Kueue ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` (``kueue.x-k8s.io/v1beta1``),
+  checked against the fields the Kueue docs use ("Administer cluster quotas", "Run A
+  RayCluster"); a RayCluster joins a LocalQueue through the ``kueue.x-k8s.io/queue-name`` label.
+
+:func:`validate` raises :class:`ManifestError` with one line: ``Kind/name: where: what``.
+Nothing here talks to a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+
+K8S_VERSION = "1.33"          # the Kubernetes schema version manifests are validated against
+GPU = "nvidia.com/gpu"        # the NVIDIA device plugin's extended resource
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUBERAY_API = "ray.io/v1"
+KUEUE_API = "kueue.x-k8s.io/v1beta1"
+CORE_KINDS = ("Namespace", "ResourceQuota", "LimitRange", "Pod", "PodTemplate", "ConfigMap", "Service")
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # RFC 1123 label: namespaces, most names
+
+
+class ManifestError(ValueError):
+    """A manifest that Kubernetes (or KubeRay/Kueue) would reject; the message says where and why."""
+
+
+# ---------------------------------------------------------------- builders (core kinds)
+
+def namespace(name: str, labels: dict | None = None) -> dict:
+    """A Namespace (one per tenant)."""
+    meta = {"name": name}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def resource_quota(ns: str, gpus: int, *, name: str = "gpu-quota", cpu: str | None = None,
+                   memory: str | None = None) -> dict:
+    """A ResourceQuota capping the namespace's GPU *requests* at ``gpus``.
+
+    Extended resources take only the ``requests.`` prefix in a quota (kubernetes.io
+    "Resource Quotas": overcommit is not allowed for extended resources).
+    """
+    hard = {f"requests.{GPU}": str(gpus)}
+    if cpu is not None:
+        hard["requests.cpu"] = str(cpu)
+    if memory is not None:
+        hard["requests.memory"] = str(memory)
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns},
+            "spec": {"hard": hard}}
+
+
+def limit_range(ns: str, max_gpus_per_container: int, *, name: str = "gpu-limits") -> dict:
+    """A LimitRange: no single container in the namespace may ask for more GPUs than this."""
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": name, "namespace": ns},
+            "spec": {"limits": [{"type": "Container", "max": {GPU: str(max_gpus_per_container)}}]}}
+
+
+def container(name: str, image: str, *, cpu: str = "1", memory: str = "2Gi", gpus: int = 0) -> dict:
+    """A container with requests = limits; GPUs go in ``limits`` (kubernetes.io "Schedule GPUs")."""
+    res = {"cpu": str(cpu), "memory": str(memory)}
+    limits = dict(res)
+    if gpus:
+        limits[GPU] = str(gpus)
+    return {"name": name, "image": image, "resources": {"requests": res, "limits": limits}}
+
+
+# ---------------------------------------------------------------- KubeRay
+
+def ray_cluster(name: str, ns: str, *, workers: int, gpus_per_worker: int = 1,
+                min_workers: int = 0, ray_version: str = "2.60.0", image: str | None = None,
+                queue: str | None = None, worker_cpu: str = "4", worker_memory: str = "16Gi") -> dict:
+    """A KubeRay RayCluster: a CPU-only head and one GPU worker group of up to ``workers`` pods."""
+    image = image or f"rayproject/ray:{ray_version}-gpu"
+    meta = {"name": name, "namespace": ns}
+    if queue:
+        meta["labels"] = {QUEUE_LABEL: queue}
+    head = container("ray-head", image, cpu="2", memory="8Gi")
+    worker = container("ray-worker", image, cpu=worker_cpu, memory=worker_memory, gpus=gpus_per_worker)
+    return {
+        "apiVersion": KUBERAY_API, "kind": "RayCluster", "metadata": meta,
+        "spec": {
+            "rayVersion": ray_version,
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [head]}}},
+            "workerGroupSpecs": [{
+                "groupName": "gpu-workers", "replicas": workers, "minReplicas": min_workers,
+                "maxReplicas": workers, "rayStartParams": {},
+                "template": {"spec": {"containers": [worker]}},
+            }],
+        },
+    }
+
+
+# ---------------------------------------------------------------- Kueue
+
+def resource_flavor(name: str = "default-flavor") -> dict:
+    """A Kueue ResourceFlavor (an empty one: all GPU nodes alike)."""
+    return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name}}
+
+
+def cluster_queue(name: str, gpus: int, *, flavor: str = "default-flavor", cpu: str = "64",
+                  memory: str = "256Gi", namespaces: list[str] | None = None) -> dict:
+    """A Kueue ClusterQueue admitting workloads while their GPU requests fit ``gpus``.
+
+    ``namespaces`` restricts which namespaces' LocalQueues may use it (None: any).
+    """
+    selector = ({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
+                                       "values": list(namespaces)}]} if namespaces else {})
+    return {
+        "apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": selector,
+            "resourceGroups": [{
+                "coveredResources": ["cpu", "memory", GPU],
+                "flavors": [{"name": flavor, "resources": [
+                    {"name": "cpu", "nominalQuota": str(cpu)},
+                    {"name": "memory", "nominalQuota": str(memory)},
+                    {"name": GPU, "nominalQuota": str(gpus)},
+                ]}],
+            }],
+        },
+    }
+
+
+def local_queue(ns: str, cluster_queue_name: str, *, name: str = "gpu-queue") -> dict:
+    """A Kueue LocalQueue in a tenant's namespace, pointing at a ClusterQueue."""
+    return {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns},
+            "spec": {"clusterQueue": cluster_queue_name}}
+
+
+# ---------------------------------------------------------------- output
+
+def to_yaml(objs) -> str:
+    """One YAML stream (``---`` between documents), ready for ``kubectl apply -f``."""
+    import yaml
+
+    if isinstance(objs, dict):
+        objs = [objs]
+    return yaml.safe_dump_all(list(objs), sort_keys=False, default_flow_style=False)
+
+
+# ---------------------------------------------------------------- validation
+
+def _where(obj) -> str:
+    if not isinstance(obj, dict):
+        return f"<{type(obj).__name__}>"
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return f"{obj.get('kind', '<no kind>')}/{meta.get('name', '<no name>')}"
+
+
+def _fail(obj, path: str, message: str):
+    raise ManifestError(f"{_where(obj)}: {path}: {message}" if path else f"{_where(obj)}: {message}")
+
+
+def _schema(obj, data: dict, prefix: str = "", drop: int = 0) -> None:
+    """Validate ``data`` (a core-kind dict) against the Kubernetes schema; errors name ``obj``."""
+    import kubernetes_validate as kv
+
+    try:
+        kv.validate(data, K8S_VERSION, strict=True)
+    except kv.ValidationError as exc:
+        err = exc.caused_by if hasattr(exc, "caused_by") else exc
+        path = ".".join(str(p) for p in list(getattr(err, "path", []))[drop:]) or "(top level)"
+        message = str(getattr(err, "message", err)).splitlines()[0]
+        _fail(obj, prefix + path, message)
+    except kv.SchemaNotFoundError:
+        _fail(obj, "", f"no Kubernetes {K8S_VERSION} schema for {data.get('apiVersion')}/{data.get('kind')}")
+
+
+def whole_number(value) -> int | None:
+    """``value`` as a whole number of devices (int or a digit string), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _need(obj, data, key, path, kind=None):
+    if not isinstance(data, dict) or key not in data:
+        _fail(obj, path, f"missing required field {key!r}")
+    value = data[key]
+    if kind is not None and not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        _fail(obj, f"{path}.{key}" if path else key, f"must be {names}, got {type(value).__name__}")
+    return value
+
+
+def _meta(obj, namespaced: bool) -> dict:
+    meta = _need(obj, obj, "metadata", "", dict)
+    name = _need(obj, meta, "name", "metadata", str)
+    if not _NAME.match(name):
+        _fail(obj, "metadata.name", f"{name!r} is not a valid name (lower-case letters, digits, '-')")
+    if namespaced:
+        _need(obj, meta, "namespace", "metadata", str)
+    return meta
+
+
+def _template(obj, template, path: str) -> None:
+    if not isinstance(template, dict):
+        _fail(obj, path, "missing pod template")
+    _schema(obj, {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
+                  "template": template}, prefix=path + ".", drop=1)
+    containers = (template.get("spec") or {}).get("containers") or []
+    if not containers:
+        _fail(obj, f"{path}.spec.containers", "a pod template needs at least one container")
+    for i, c in enumerate(containers):
+        res = c.get("resources") or {}
+        for part in ("requests", "limits"):
+            if GPU in (res.get(part) or {}) and whole_number(res[part][GPU]) is None:
+                _fail(obj, f"{path}.spec.containers[{i}].resources.{part}",
+                      f"{GPU} must be a whole number, got {res[part][GPU]!r} (GPUs cannot be shared this way)")
+        if GPU in (res.get("requests") or {}) and GPU not in (res.get("limits") or {}):
+            _fail(obj, f"{path}.spec.containers[{i}].resources.limits",
+                  f"{GPU} must be set in limits (kubernetes.io 'Schedule GPUs')")
+
+
+def _raycluster(obj) -> None:
+    if obj.get("apiVersion") != KUBERAY_API:
+        _fail(obj, "apiVersion", f"expected {KUBERAY_API!r}, got {obj.get('apiVersion')!r}")
+    _meta(obj, namespaced=True)
+    spec = _need(obj, obj, "spec", "", dict)
+    extra = set(spec) - {"rayVersion", "headGroupSpec", "workerGroupSpecs", "enableInTreeAutoscaling",
+                         "autoscalerOptions", "suspend", "headServiceAnnotations", "gcsFaultToleranceOptions",
+                         "managedBy"}
+    if extra:
+        _fail(obj, "spec", f"unknown field(s) {', '.join(sorted(extra))}")
+    _need(obj, spec, "rayVersion", "spec", str)
+    head = _need(obj, spec, "headGroupSpec", "spec", dict)
+    _template(obj, _need(obj, head, "template", "spec.headGroupSpec", dict), "spec.headGroupSpec.template")
+    groups = spec.get("workerGroupSpecs", [])
+    if not isinstance(groups, list):
+        _fail(obj, "spec.workerGroupSpecs", "must be a list")
+    seen = set()
+    for i, g in enumerate(groups):
+        path = f"spec.workerGroupSpecs[{i}]"
+        name = _need(obj, g, "groupName", path, str)
+        if name in seen:
+            _fail(obj, path, f"duplicate groupName {name!r}")
+        seen.add(name)
+        counts = {}
+        for key in ("replicas", "minReplicas", "maxReplicas"):
+            if key in g:
+                counts[key] = whole_number(g[key]) if isinstance(g[key], int) else None
+                if counts[key] is None or counts[key] < 0:
+                    _fail(obj, f"{path}.{key}", f"must be a non-negative integer, got {g[key]!r}")
+        lo, hi = counts.get("minReplicas", 0), counts.get("maxReplicas")
+        if hi is not None and lo > hi:
+            _fail(obj, path, f"minReplicas {lo} > maxReplicas {hi}")
+        if hi is not None and "replicas" in counts and not lo <= counts["replicas"] <= hi:
+            _fail(obj, path, f"replicas {counts['replicas']} outside [minReplicas {lo}, maxReplicas {hi}]")
+        _template(obj, _need(obj, g, "template", path, dict), f"{path}.template")
+
+
+def _quantity(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or (
+        isinstance(value, str) and re.fullmatch(r"[0-9]+(\.[0-9]+)?([KMGTPE]i?|[mkMGTPE])?", value) is not None)
+
+
+def _kueue(obj) -> None:
+    kind = obj["kind"]
+    if obj.get("apiVersion") not in (KUEUE_API, "kueue.x-k8s.io/v1beta2"):
+        _fail(obj, "apiVersion", f"expected {KUEUE_API!r}, got {obj.get('apiVersion')!r}")
+    _meta(obj, namespaced=kind == "LocalQueue")
+    if kind == "ResourceFlavor":
+        return
+    spec = _need(obj, obj, "spec", "", dict)
+    if kind == "LocalQueue":
+        _need(obj, spec, "clusterQueue", "spec", str)
+        return
+    groups = _need(obj, spec, "resourceGroups", "spec", list)
+    if not groups:
+        _fail(obj, "spec.resourceGroups", "needs at least one resource group")
+    for i, g in enumerate(groups):
+        path = f"spec.resourceGroups[{i}]"
+        covered = _need(obj, g, "coveredResources", path, list)
+        flavors = _need(obj, g, "flavors", path, list)
+        if not flavors:
+            _fail(obj, f"{path}.flavors", "needs at least one flavor")
+        for j, f in enumerate(flavors):
+            fpath = f"{path}.flavors[{j}]"
+            _need(obj, f, "name", fpath, str)
+            resources = _need(obj, f, "resources", fpath, list)
+            names = [r.get("name") for r in resources if isinstance(r, dict)]
+            if names != list(covered):
+                _fail(obj, f"{fpath}.resources", f"must list the coveredResources {covered} in order, got {names}")
+            for k, r in enumerate(resources):
+                q = _need(obj, r, "nominalQuota", f"{fpath}.resources[{k}]")
+                if not _quantity(q):
+                    _fail(obj, f"{fpath}.resources[{k}].nominalQuota", f"{q!r} is not a quantity")
+
+
+def validate(obj) -> dict:
+    """Check one manifest; return it, or raise :class:`ManifestError` saying what is wrong."""
+    if not isinstance(obj, dict):
+        raise ManifestError(f"a manifest is a dict, not {type(obj).__name__}")
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not obj.get("apiVersion"):
+        raise ManifestError(f"{_where(obj)}: a manifest needs apiVersion and kind")
+    if kind == "RayCluster":
+        _raycluster(obj)
+    elif kind in ("ClusterQueue", "LocalQueue", "ResourceFlavor"):
+        _kueue(obj)
+    elif obj["apiVersion"] in ("v1", "apps/v1", "batch/v1"):
+        _schema(obj, obj)
+        _meta(obj, namespaced=kind not in ("Namespace",))
+        if kind == "ResourceQuota":
+            for key in (obj.get("spec") or {}).get("hard") or {}:
+                if key.endswith(GPU) and key != f"requests.{GPU}":
+                    _fail(obj, f"spec.hard.{key}", f"extended resources take only the requests. prefix "
+                          f"(use requests.{GPU}; kubernetes.io 'Resource Quotas')")
+                if key.endswith(GPU) and whole_number(obj["spec"]["hard"][key]) is None:
+                    _fail(obj, f"spec.hard.{key}", f"must be a whole number of GPUs, got {obj['spec']['hard'][key]!r}")
+        if kind in ("Pod",):
+            _template(obj, {"spec": obj.get("spec")}, "spec")
+    else:
+        raise ManifestError(f"{_where(obj)}: no schema for {obj['apiVersion']}/{kind} in this course")
+    return obj
+
+
+def validate_all(objs) -> list[dict]:
+    """:func:`validate` every manifest of a list."""
+    if isinstance(objs, dict) or not hasattr(objs, "__iter__"):
+        raise ManifestError(f"expected a list of manifests, got {type(objs).__name__}")
+    return [validate(o) for o in objs]
+
+
+# ---------------------------------------------------------------- reading a policy back
+
+def by_kind(objs, kind: str) -> list[dict]:
+    return [o for o in objs if isinstance(o, dict) and o.get("kind") == kind]
+
+
+def gpu_quota(objs) -> dict[str, int]:
+    """Namespace -> the ``requests.nvidia.com/gpu`` of its ResourceQuota(s) (the smallest, if several)."""
+    out: dict[str, int] = {}
+    for q in by_kind(objs, "ResourceQuota"):
+        value = whole_number(((q.get("spec") or {}).get("hard") or {}).get(f"requests.{GPU}"))
+        if value is not None:
+            ns = q["metadata"].get("namespace")
+            out[ns] = min(out.get(ns, value), value)
+    return out
+
+
+def _pod_gpus(template) -> int:
+    total = 0
+    for c in ((template or {}).get("spec") or {}).get("containers") or []:
+        limits = (c.get("resources") or {}).get("limits") or {}
+        total += whole_number(limits.get(GPU, 0)) or 0
+    return total
+
+
+def raycluster_max_gpus(rc: dict) -> int:
+    """The most GPUs a RayCluster can hold: head pod plus every worker group at maxReplicas."""
+    spec = rc.get("spec") or {}
+    total = _pod_gpus((spec.get("headGroupSpec") or {}).get("template"))
+    for g in spec.get("workerGroupSpecs") or []:
+        n = g.get("maxReplicas", g.get("replicas", 0))
+        total += (n if isinstance(n, int) else 0) * _pod_gpus(g.get("template"))
+    return total
+
+
+def queue_gpus(objs) -> dict[str, int]:
+    """ClusterQueue name -> its nominal GPU quota (summed over flavors)."""
+    out = {}
+    for cq in by_kind(objs, "ClusterQueue"):
+        total = 0
+        for g in (cq.get("spec") or {}).get("resourceGroups") or []:
+            for f in g.get("flavors") or []:
+                for r in f.get("resources") or []:
+                    if r.get("name") == GPU:
+                        total += whole_number(r.get("nominalQuota")) or 0
+        out[cq["metadata"]["name"]] = total
+    return out

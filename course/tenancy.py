@@ -1,0 +1,231 @@
+"""Several tenants sharing one pool of (logical) GPUs on Ray, measured by the harness itself.
+
+The setting of lab 03: ``POOL`` logical GPUs, tenants ``a``, ``b``, ``c`` with quotas
+``QUOTAS`` (8 / 4 / 4 of 16), and one GPU "kernel" per task. The kernel is **emulated**: a
+sleep of fixed duration inside a task that holds one logical GPU (``num_gpus=1,
+num_cpus=0``), so the lesson is about *scheduling*, identical on a laptop and on a GPU node.
+
+Every kernel task is this module's own :func:`gpu_kernel`; it stamps when it started and
+finished on the worker, so per-tenant concurrent GPU use (:meth:`Run.peak`) comes from the
+harness, never from anyone's counters. A quota policy is just the *extra* Ray options a
+tenant's tasks get (``resources=`` a per-tenant custom resource, or a
+``scheduling_strategy=`` into the tenant's placement group); the harness always adds
+``num_gpus=1, num_cpus=0`` itself.
+
+:func:`run` drives a closed loop: each tenant keeps ``demand[tenant]`` kernels in flight for
+``seconds``, resubmitting as each one finishes (a noisy neighbour keeps many more in flight
+than its quota). Throughput counts kernels finished inside the window; latency is from
+submission to the driver seeing the result.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import ray
+
+from . import cluster
+
+POOL = 16                                # logical GPUs in the shared pool
+QUOTAS = {"a": 8, "b": 4, "c": 4}        # each tenant's share; they sum to the pool
+NOISY = "a"                              # the tenant that floods
+KERNEL_S = 0.2                           # the emulated kernel's duration (seconds)
+ALLOWED_OPTIONS = ("resources", "scheduling_strategy")
+
+
+@ray.remote(num_gpus=1, num_cpus=0, max_calls=0)
+def gpu_kernel(tenant: str, seconds: float):
+    """One emulated GPU kernel: hold a logical GPU for ``seconds``; return (tenant, start, end).
+
+    ``max_calls=0``: Ray otherwise starts a fresh worker process for every GPU task.
+    """
+    start = time.time()
+    time.sleep(seconds)
+    return tenant, start, time.time()
+
+
+def tenant_resources(resources: dict | None) -> dict:
+    """The custom resources of a running Ray (or of ``resources``) that are not CPU/GPU/memory."""
+    have = ray.cluster_resources() if resources is None else resources
+    return {k: float(v) for k, v in have.items()
+            if k not in ("CPU", "GPU", "memory", "object_store_memory") and not k.startswith("node:")
+            and not k.startswith("accelerator_type")}
+
+
+def start(resources: dict | None = None, *, pool: int = POOL, warm: bool = True) -> cluster.ClusterInfo:
+    """Ray with ``pool`` logical GPUs and exactly the custom ``resources`` given.
+
+    Restarts the local Ray when its custom resources differ (a quota is a node's resource,
+    fixed when Ray starts). ``num_cpus=pool`` keeps a worker process per GPU alive between
+    runs (Ray keeps about as many idle workers as CPUs). ``warm`` starts those workers now.
+    """
+    want = {k: float(v) for k, v in (resources or {}).items()}
+    if ray.is_initialized() and "RAY_ADDRESS" not in os.environ:
+        have = ray.cluster_resources()
+        if tenant_resources(have) != want or have.get("GPU", 0) != pool:
+            cluster.stop()
+    info = cluster.start(num_cpus=pool, num_gpus=pool, resources=want or None)
+    if warm:
+        warm_up(pool)
+    return info
+
+
+def warm_up(pool: int = POOL, timeout_s: float = 120.0) -> int:
+    """Start ``pool`` worker processes by running ``pool`` kernels at once; return the peak seen."""
+    deadline = time.monotonic() + timeout_s
+    peak = 0
+    while peak < pool and time.monotonic() < deadline:
+        out = ray.get([gpu_kernel.remote("warm", 0.5) for _ in range(pool)])
+        peak = _peak([(s, e) for _, s, e in out])
+    return peak
+
+
+def _peak(intervals) -> int:
+    """Most intervals overlapping at any instant (an end at t comes before a start at t)."""
+    events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals],
+                    key=lambda x: (x[0], x[1]))
+    now = best = 0
+    for _, step in events:
+        now += step
+        best = max(best, now)
+    return best
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+@dataclass
+class Run:
+    """What the harness saw during one :func:`run`."""
+
+    seconds: float
+    demand: dict
+    records: list = field(default_factory=list)  # (tenant, gpu_start, gpu_end, latency_s, in_window)
+
+    def tenants(self) -> list[str]:
+        return sorted(self.demand)
+
+    def peak(self, tenant: str | None = None) -> int:
+        """Most GPUs the tenant (or everyone, for None) held at once, from the kernels' stamps."""
+        return _peak([(s, e) for t, s, e, _, _ in self.records if tenant is None or t == tenant])
+
+    def done(self, tenant: str) -> int:
+        """Kernels of ``tenant`` that finished inside the measuring window."""
+        return sum(1 for t, *_, inside in self.records if t == tenant and inside)
+
+    def throughput(self, tenant: str | None = None) -> float:
+        """Kernels per second finished inside the window (all tenants for None)."""
+        names = self.tenants() if tenant is None else [tenant]
+        return sum(self.done(t) for t in names) / self.seconds
+
+    def latency(self, tenant: str, q: float = 50) -> float:
+        """The ``q``-th percentile of submit-to-result seconds of ``tenant``'s kernels."""
+        return _pct([lat for t, _, _, lat, inside in self.records if t == tenant and inside], q)
+
+    def summary(self) -> dict:
+        """Per tenant: demand, peak GPUs, kernels/s, p50 and p95 latency (ms)."""
+        return {t: {"demand": self.demand[t], "peak_gpus": self.peak(t),
+                    "kernels_per_s": round(self.throughput(t), 2),
+                    "p50_ms": round(self.latency(t, 50) * 1e3, 1),
+                    "p95_ms": round(self.latency(t, 95) * 1e3, 1)} for t in self.tenants()}
+
+
+def check_options(opts, tenant: str) -> dict:
+    """The extra Ray options of a policy for ``tenant``, checked: only the allowed keys."""
+    if opts is None:
+        return {}
+    if not isinstance(opts, dict):
+        raise TypeError(f"options for tenant {tenant!r} must be a dict, not {type(opts).__name__}")
+    extra = sorted(set(opts) - set(ALLOWED_OPTIONS))
+    if extra:
+        raise ValueError(f"options for tenant {tenant!r} may only set {', '.join(ALLOWED_OPTIONS)}; "
+                         f"got {', '.join(extra)} (the harness sets num_gpus=1, num_cpus=0 itself)")
+    res = opts.get("resources") or {}
+    if any(k in ("CPU", "GPU", "memory") for k in res):
+        raise ValueError(f"options for tenant {tenant!r}: resources= is for custom resources; "
+                         "CPU/GPU are set by the harness")
+    return dict(opts)
+
+
+def run(options: dict | Callable[[str], dict] | None, demand: dict, *, seconds: float = 2.0,
+        kernel_s: float = KERNEL_S, clock=time.perf_counter, drain_timeout_s: float = 60.0) -> Run:
+    """Keep ``demand[tenant]`` kernels in flight per tenant for ``seconds``; record everything.
+
+    ``options`` gives each tenant's extra Ray options: a dict ``{tenant: {...}}``, a function
+    ``tenant -> {...}``, or None for no quotas at all. Kernels still running at the end are
+    waited for (their GPU use counts towards :meth:`Run.peak`, not towards throughput).
+    """
+    tenants = sorted(t for t, n in demand.items() if n > 0)
+    if options is None:
+        opts = {t: {} for t in tenants}
+    elif callable(options):
+        opts = {t: check_options(options(t), t) for t in tenants}
+    else:
+        opts = {t: check_options(options.get(t), t) for t in tenants}
+    remotes = {t: gpu_kernel.options(**opts[t]) for t in tenants}
+    pending: dict = {}  # ref -> (tenant, submitted)
+
+    def submit(t):
+        pending[remotes[t].remote(t, kernel_s)] = (t, clock())
+
+    result = Run(seconds, {t: demand[t] for t in tenants})
+    t0 = clock()
+    end = t0 + seconds
+    for t in tenants:
+        for _ in range(demand[t]):
+            submit(t)
+    stop_by = end + drain_timeout_s
+    while pending:
+        now = clock()
+        if now > stop_by:
+            raise TimeoutError(f"{len(pending)} kernels still pending {drain_timeout_s:g} s after the run: "
+                               "a tenant's tasks cannot be scheduled (is its quota resource or placement "
+                               "group there?)")
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=min(1.0, max(0.01, stop_by - now)))
+        if not ready:
+            continue
+        more, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
+        seen = clock()
+        for ref in set(ready) | set(more):
+            t, submitted = pending.pop(ref)
+            tenant, gs, ge = ray.get(ref)
+            result.records.append((t, gs, ge, seen - submitted, seen <= end))
+            if seen < end:
+                submit(t)
+    return result
+
+
+def flood(quotas: dict = QUOTAS, noisy: str = NOISY, factor: int = 4) -> dict:
+    """Demand under a flood: quiet tenants keep their quota busy, the noisy one ``factor``× its quota."""
+    return {t: (q * factor if t == noisy else q) for t, q in quotas.items()}
+
+
+def quiet(quotas: dict = QUOTAS, noisy: str = NOISY) -> dict:
+    """Demand of the quiet tenants alone (their solo throughput)."""
+    return {t: q for t, q in quotas.items() if t != noisy}
+
+
+def saturate(quotas: dict = QUOTAS, factor: int = 2) -> dict:
+    """Everyone wants ``factor``× their quota: the pool stays busy with or without quotas."""
+    return {t: q * factor for t, q in quotas.items()}
+
+
+def remove_groups(groups) -> None:
+    """Remove placement groups (a dict's values or any iterable), ignoring ones already gone."""
+    from ray.util import remove_placement_group
+
+    items = groups.values() if isinstance(groups, dict) else (groups or [])
+    for pg in items:
+        try:
+            remove_placement_group(pg)
+        except Exception:  # noqa: BLE001 -- already removed, or not a placement group
+            pass

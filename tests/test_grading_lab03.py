@@ -1,0 +1,80 @@
+"""Lab 03 through real nbgrader: a submission whose custom-resource quota leaks for one tenant,
+whose placement groups crash and whose RayClusters ask for half a GPU loses exactly those
+checks' points, and the leak is reported with the tenant's name and the peak it reached.
+
+(The solution's full marks and the blank lab's zero are tests/test_labs.py's.)
+"""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from autograder import selfcheck
+from notebooks import variant
+
+LAB = "03_quotas"
+
+LEAKY = '''
+def quota_resources(quotas):
+    return {f"tenant_{t}": q for t, q in quotas.items()}
+
+
+def resource_options(tenant):
+    if tenant == "c":          # forgot the tenant resource on this path
+        return {}
+    return {"resources": {f"tenant_{tenant}": 1}}
+'''
+
+CRASHING_GROUPS = '''
+def tenant_groups(quotas):
+    raise RuntimeError("my placement groups are not written yet")
+
+
+def group_options(tenant, groups):
+    return {}
+'''
+
+HALF_GPU = '''
+def tenant_manifests(quotas):
+    objs = [k8s.resource_flavor()]
+    for t, q in quotas.items():
+        ns = f"tenant-{t}"
+        rc = k8s.ray_cluster("ray", ns, workers=q, queue="gpu-queue")
+        rc["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "0.5"
+        objs += [k8s.namespace(ns), k8s.resource_quota(ns, q), k8s.limit_range(ns, q),
+                 k8s.cluster_queue(ns, q, namespaces=[ns]), k8s.local_queue(ns, ns), rc]
+    return objs
+'''
+
+LOST = {"resources-enforced": 2, "groups-enforced": 2, "groups-overhead-tier1": 1, "groups-overhead-tier2": 1,
+        "manifests-valid": 2, "manifests-gpu-limits": 1}
+
+
+def _only_graded_cells(path):
+    """Keep the notebook's locked, solution and test cells; drop the demonstration cells (saves minutes)."""
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells if c.cell_type == "markdown" or c.metadata.get("nbgrader")]
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.slow
+def test_leaking_quota_loses_exactly_its_points(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGRADER_SEED", "4242")
+    monkeypatch.setenv("AUTOGRADER_CALL_TIMEOUT_S", "30")
+    nb = _only_graded_cells(variant(LAB, tmp_path / f"{LAB}.ipynb", replace={
+        "resource_quotas": LEAKY, "group_quotas": CRASHING_GROUPS, "tenant_manifests": HALF_GPU}))
+    outcome = selfcheck.grade_notebook(nb, LAB, cell_timeout_s=240)
+    assert not outcome.error
+    results = {r.name: r for r in outcome.results}
+    failed = {n: r.max_score for n, r in results.items() if not r.passed}
+    assert failed == LOST, {n: r.message for n, r in results.items() if not r.passed}
+    assert outcome.score == outcome.max_score - sum(LOST.values())
+    leak = results["resources-enforced"].message
+    peak = re.search(r"quota leak: tenant c held (\d+) GPUs at once under a flood \(its quota is 4\)", leak)
+    assert peak and int(peak.group(1)) > 4, leak
+    assert "placement groups" in results["groups-enforced"].message or "tenant_groups" in results["groups-enforced"].message
+    assert "whole number" in results["manifests-valid"].message
