@@ -11,7 +11,3 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.png
 c.Execute.timeout = 240
 c.Execute.interrupt_on_timeout = True
 
-# Ray's C++ core writes warnings straight to file descriptor 2. By default ipykernel forwards
-# fd-level output into the running cell as stderr, and nbgrader then scores that cell 0.
-# Keep such output in the kernel's own log instead (Python-level stderr is unaffected).
-c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.capture_fd_output=False"]

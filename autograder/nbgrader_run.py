@@ -46,9 +46,25 @@ class Outcome:
         return sum(r.max_score for r in self.results)
 
 
+# Ray's C++ core writes warnings straight to file descriptor 2. By default ipykernel forwards
+# fd-level output into the running cell as stderr, and nbgrader then scores that cell 0. The
+# kernels nbgrader starts for grading read this IPython profile, which keeps such output in
+# the kernel's own log instead (Python-level stderr is unaffected). nbgrader's Execute does
+# not let extra kernel arguments be configured, hence a profile.
+KERNEL_CONFIG = "c.IPKernelApp.capture_fd_output = False\n"
+
+
+def _ipython_dir(cwd: Path) -> Path:
+    """A private IPython directory for grading kernels, with :data:`KERNEL_CONFIG`."""
+    profile = cwd / ".autograder-ipython" / "profile_default"
+    profile.mkdir(parents=True, exist_ok=True)
+    (profile / "ipython_kernel_config.py").write_text(KERNEL_CONFIG)
+    return profile.parent
+
+
 def nbgrader(args: list[str], cwd: Path, timeout_s: float) -> subprocess.CompletedProcess:
     """Run ``python -m nbgrader ARGS`` in ``cwd``; a timeout is reported, never raised."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "IPYTHONDIR": str(_ipython_dir(cwd))}
     try:
         return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=timeout_s)

@@ -34,7 +34,6 @@ def test_nbgrader_config():
     assert c.CourseDirectory.source_directory == "solutions"
     assert c.CourseDirectory.release_directory == "labs"
     assert 60 <= c.Execute.timeout <= 600
-    assert "--IPKernelApp.capture_fd_output=False" in c.Execute.extra_arguments
 
 
 def test_readme_and_ci_run_the_same_test_command():
