@@ -44,7 +44,9 @@ class Workload:
                  outlier_factor=1.0, seed=0):
         self.items, self.seconds, self.deferred = items, seconds, deferred
         self.warmup, self.outliers, self.outlier_factor = list(warmup), outliers, outlier_factor
-        self._rng = random.Random(seed)
+        # Outliers fall on every `outliers`-th call from a seeded phase: any run of that many
+        # consecutive calls holds exactly one, wherever a learner starts timing.
+        self._phase = random.Random(seed).randrange(outliers) if outliers else 0
         self.calls = 0
         self.log: list[tuple[str, float]] = []  # (kind, seconds of work) per finished call
 
@@ -57,7 +59,7 @@ class Workload:
         n, self.calls = self.calls, self.calls + 1
         if n < len(self.warmup):
             kind, seconds = "warmup", self.warmup[n]
-        elif self.outliers and self._rng.randrange(self.outliers) == 0:
+        elif self.outliers and n % self.outliers == self._phase:
             kind, seconds = "outlier", self.seconds * self.outlier_factor
         else:
             kind, seconds = "steady", self.seconds
