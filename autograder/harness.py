@@ -78,6 +78,21 @@ def _key(fn):
         return id(fn)
 
 
+def memo(cache: dict, key, measure):
+    """Run ``measure()`` once per key and remember the result -- or the AssertionError.
+
+    Tiered checks share one measurement: each tier's cell calls this with the same key.
+    """
+    if key not in cache:
+        try:
+            cache[key] = measure()
+        except AssertionError as exc:
+            cache[key] = exc
+    if isinstance(cache[key], AssertionError):
+        raise cache[key]
+    return cache[key]
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -79,3 +79,24 @@ def test_guard_refuses_exits_from_notebook_code_only(monkeypatch):
     with pytest.raises(SystemExit, match="os.kill of the kernel is disabled"):
         exec(kill, {})
     os.kill(os.getpid(), 0)  # library code (this test file) still reaches the real os.kill
+
+
+def test_memo_measures_once_and_remembers_failures():
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return 42
+
+    cache = {}
+    assert harness.memo(cache, "k", measure) == harness.memo(cache, "k", measure) == 42
+    assert len(calls) == 1
+
+    def broken():
+        calls.append(1)
+        raise AssertionError("too slow")
+
+    for _ in range(2):
+        with pytest.raises(AssertionError, match="too slow"):
+            harness.memo(cache, "b", broken)
+    assert len(calls) == 2

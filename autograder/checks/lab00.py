@@ -169,34 +169,27 @@ def batch_model(best_batch_size):
 _real: dict = {}
 
 
-def _real_sweep(best_batch_size) -> float:
-    """The learner's choice on the real image kernel, re-measured against the grader's best.
-
-    Measured once per learner function and shared by the tier checks.
+def _real_sweep(best_batch_size) -> tuple:
+    """The learner's choice on the real image kernel, re-measured against the grader's best:
+    (choice, best, ratio). Measured once per learner function and shared by the tier checks.
     """
-    if best_batch_size in _real:
-        result = _real[best_batch_size]
-    else:
+
+    def measure():
         batches = {n: kernels.make_batch(n, seed=SEED % 1000 + n) for n in CANDIDATES}
 
         def run(n):
             return kernels.process(batches[n])
 
-        try:
-            choice = harness.call(best_batch_size, run, list(CANDIDATES),
-                                  what="best_batch_size(run, candidates)", timeout_s=T.call_timeout_s)
-            if choice not in CANDIDATES:
-                raise AssertionError(f"best_batch_size returned {choice!r}, not one of {list(CANDIDATES)}")
-            best = reference.best_batch_size(run, CANDIDATES)
-            (fa, ia), (fb, ib) = reference.repeat_for(run, choice), reference.repeat_for(run, best)
-            cmp = bench.compare(fa, fb, items_a=ia, items_b=ib, rounds=T.batch_rounds)
-            result = (choice, best, cmp.ratio)
-        except AssertionError as exc:
-            result = exc
-        _real[best_batch_size] = result
-    if isinstance(result, AssertionError):
-        raise result
-    return result
+        choice = harness.call(best_batch_size, run, list(CANDIDATES),
+                              what="best_batch_size(run, candidates)", timeout_s=T.call_timeout_s)
+        if choice not in CANDIDATES:
+            raise AssertionError(f"best_batch_size returned {choice!r}, not one of {list(CANDIDATES)}")
+        best = reference.best_batch_size(run, CANDIDATES)
+        (fa, ia), (fb, ib) = reference.repeat_for(run, choice), reference.repeat_for(run, best)
+        cmp = bench.compare(fa, fb, items_a=ia, items_b=ib, rounds=T.batch_rounds)
+        return choice, best, cmp.ratio
+
+    return harness.memo(_real, best_batch_size, measure)
 
 
 def _batch_tier(best_batch_size, min_ratio: float) -> None:

@@ -74,18 +74,6 @@ def _timed(fn, *args, **kwargs) -> tuple[float, object]:
     return harness.perf_counter() - start, out
 
 
-def _memo(cache: dict, key, measure):
-    """Run ``measure()`` once per key; a failure is remembered and raised again."""
-    if key not in cache:
-        try:
-            cache[key] = measure()
-        except AssertionError as exc:
-            cache[key] = exc
-    if isinstance(cache[key], AssertionError):
-        raise cache[key]
-    return cache[key]
-
-
 # ---------------------------------------------------------------------------- the actor
 
 _worker: dict = {}
@@ -168,7 +156,7 @@ def _measure_worker(ImageWorker):
 
 
 def _worker_result(ImageWorker):
-    return _memo(_worker, ImageWorker, lambda: _measure_worker(ImageWorker))
+    return harness.memo(_worker, ImageWorker, lambda: _measure_worker(ImageWorker))
 
 
 @register(LAB, "worker-correct", 2)
@@ -272,7 +260,7 @@ def _measure_driver(run_pool):
 
 
 def _driver_result(run_pool):
-    return _memo(_driver, run_pool, lambda: _measure_driver(run_pool))
+    return harness.memo(_driver, run_pool, lambda: _measure_driver(run_pool))
 
 
 @register(LAB, "driver-correct", 2)
@@ -374,7 +362,7 @@ def _model(run_pool, predict_throughput, fit_overhead, t_kernel: float) -> None:
                 f"(allowed ±{T.fit_tolerance:.0%}): fit the data it is given"
             )
     # 2. Fit to the grader's trivial-call sweep of the learner's driver; predict; compare.
-    n, sizes, trivial, rates = _memo(_sweep, run_pool, lambda: _measure_sweep(run_pool))
+    n, sizes, trivial, rates = harness.memo(_sweep, run_pool, lambda: _measure_sweep(run_pool))
     t_o = _number(harness.call(fit_overhead, sizes, trivial, what="fit_overhead(n_actors, throughputs)",
                                timeout_s=T.call_timeout_s), "fit_overhead")
     pred = _number(harness.call(predict_throughput, n, t_kernel, t_o, what="predict_throughput(...)",

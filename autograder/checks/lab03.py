@@ -100,17 +100,6 @@ def _measure(go, *, reference_between=None) -> dict:
             "flood": flood_summary, "overhead": statistics.median(ratios), "totals": totals}
 
 
-def _remember(cache, key, fn):
-    if key not in cache:
-        try:
-            cache[key] = fn()
-        except AssertionError as exc:
-            cache[key] = exc
-    if isinstance(cache[key], AssertionError):
-        raise cache[key]
-    return cache[key]
-
-
 _cr: dict = {}
 _pg: dict = {}
 _mf: dict = {}
@@ -138,7 +127,7 @@ def measure_resources(quota_resources, resource_options) -> dict:
             raise AssertionError(f"Ray would not start with quota_resources' {res!r}: {exc}") from None
         return _measure(_runner(opts))
 
-    return _remember(_cr, (quota_resources, resource_options), run)
+    return harness.memo(_cr, (quota_resources, resource_options), run)
 
 
 def _new_groups(before: set) -> list:
@@ -199,7 +188,7 @@ def measure_groups(tenant_groups, group_options) -> dict:
         finally:
             tenancy.remove_groups(state.get("made", []))
 
-    return _remember(_pg, (tenant_groups, group_options), run)
+    return harness.memo(_pg, (tenant_groups, group_options), run)
 
 
 def _enforced(m: dict, how: str) -> None:
@@ -282,7 +271,7 @@ def _manifests(tenant_manifests) -> list:
             out.append((quotas, list(objs)))
         return out
 
-    return _remember(_mf, tenant_manifests, run)
+    return harness.memo(_mf, tenant_manifests, run)
 
 
 @register(LAB, "manifests-valid", 2)
