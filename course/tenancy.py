@@ -56,19 +56,22 @@ def tenant_resources(resources: dict | None) -> dict:
             and not k.startswith("accelerator_type")}
 
 
-def start(resources: dict | None = None, *, pool: int = POOL, warm: bool = True) -> cluster.ClusterInfo:
-    """Ray with ``pool`` logical GPUs and exactly the custom ``resources`` given.
+def start(resources: dict | None = None, *, pool: int = POOL, spare: int = 0,
+          warm: bool = True) -> cluster.ClusterInfo:
+    """Ray with ``pool + spare`` logical GPUs and exactly the custom ``resources`` given.
 
-    Restarts the local Ray when its custom resources differ (a quota is a node's resource,
-    fixed when Ray starts). ``num_cpus=pool`` keeps a worker process per GPU alive between
-    runs (Ray keeps about as many idle workers as CPUs). ``warm`` starts those workers now.
+    Restarts the local Ray when its custom resources or GPU count differ (a quota is a node's
+    resource, fixed when Ray starts). ``num_cpus=pool`` keeps a worker process per GPU of the
+    pool alive between runs (Ray keeps about as many idle workers as CPUs). ``warm`` starts
+    those workers now. ``spare`` GPUs are for a no-quota reference that runs while placement
+    groups hold the pool: removing and re-making groups between runs can strand a task.
     """
     want = {k: float(v) for k, v in (resources or {}).items()}
     if ray.is_initialized() and "RAY_ADDRESS" not in os.environ:
         have = ray.cluster_resources()
-        if tenant_resources(have) != want or have.get("GPU", 0) != pool:
+        if tenant_resources(have) != want or have.get("GPU", 0) != pool + spare:
             cluster.stop()
-    info = cluster.start(num_cpus=pool, num_gpus=pool, resources=want or None)
+    info = cluster.start(num_cpus=pool, num_gpus=pool + spare, resources=want or None)
     if warm:
         warm_up(pool)
     return info

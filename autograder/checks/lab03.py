@@ -48,11 +48,11 @@ def _runner(options):
     return go
 
 
-def _measure(go, *, reference_between=None) -> dict:
+def _measure(go) -> dict:
     """Enforcement bursts, isolation rounds and overhead rounds with one policy ``go``.
 
-    ``reference_between(phase)`` is called before/after each no-quota phase (placement groups
-    must be removed for a no-quota reference to get any GPU, and made again after).
+    The no-quota reference saturates whatever GPUs no placement group holds: the whole pool
+    for custom resources, the spare half for placement groups (:func:`measure_groups`).
     """
     peaks = {t: 0 for t in QUOTAS}
     bursts = {}
@@ -85,11 +85,7 @@ def _measure(go, *, reference_between=None) -> dict:
         got = {}
         for kind in order:
             if kind == "none":
-                if reference_between:
-                    reference_between("before")
                 got[kind] = none(tenancy.saturate(QUOTAS), T.phase_s)
-                if reference_between:
-                    reference_between("after")
             else:
                 got[kind] = note(go(tenancy.saturate(QUOTAS), T.phase_s))
         a, b = got["quota"].throughput(), got["none"].throughput()
@@ -170,23 +166,17 @@ def measure_groups(tenant_groups, group_options) -> dict:
         return made, opts
 
     def run():
-        tenancy.start(tenancy.tenant_resources(None) if ray.is_initialized() else None, pool=T.pool)
-        state = {}
-        state["made"], state["opts"] = make()
-        go = _runner(lambda t: state["opts"][t])
-
-        def between(phase):
-            if phase == "before":
-                tenancy.remove_groups(state.pop("made", []))
-                tenancy.run(None, {"warm": T.pool}, seconds=0.3)  # workers again after removal
-            else:
-                state["made"], state["opts"] = make()
-                go(tenancy.saturate(QUOTAS), 0.5)  # new groups start cold: warm them, discarded
-
+        # Twice the pool: the groups reserve one half, the no-quota reference runs on the other,
+        # so no group is removed mid-measurement (a task can be stranded on a removed group).
+        tenancy.start(tenancy.tenant_resources(None) if ray.is_initialized() else None,
+                      pool=T.pool, spare=T.pool)
+        made, opts = make()
         try:
-            return _measure(go, reference_between=between)
+            go = _runner(lambda t: opts[t])
+            go(tenancy.saturate(QUOTAS), 0.5)  # new groups start cold: warm them, discarded
+            return _measure(go)
         finally:
-            tenancy.remove_groups(state.get("made", []))
+            tenancy.remove_groups(made)
 
     return harness.memo(_pg, (tenant_groups, group_options), run)
 
