@@ -107,3 +107,21 @@ class Lab03:
 
 LAB03 = Lab03()
 TARGETS["03_quotas"] = LAB03
+
+
+@dataclass(frozen=True)
+class Lab04:
+    """04_data_affinity: placement of work relative to data on an emulated multi-node cluster."""
+
+    shards: int = 8                        # shards in the grader's own (seeded, uneven) placement
+    rounds: int = 3                        # interleaved rounds (A B, B A, A B), learner's job vs the reference's
+    locality_tiers: tuple = (0.8, 0.95)    # bytes processed where they were / all bytes
+    bytes_vs_naive: float = 0.25           # cross-node bytes ≤ this × the naive placement's, same run
+    throughput_tiers: tuple = (0.5, 0.7)   # images/s ≥ these × the reference locality-aware job's
+    resident_calls: int = 5                # calls of a resident worker; it may copy its shard once
+    resident_images: int = 256
+    call_timeout_s: float = CALL_TIMEOUT_S  # one call of learner code
+
+
+LAB04 = Lab04()
+TARGETS["04_data_affinity"] = LAB04

@@ -48,6 +48,7 @@ class ClusterInfo:
 
 
 _started_with: dict | None = None  # the arguments of the local Ray this module started
+_emulated = None  # the ray.cluster_utils.Cluster that emulated() started, if any
 
 
 def _info() -> ClusterInfo:
@@ -113,11 +114,18 @@ def start(
 
 
 def stop() -> None:
-    """Shut Ray down (the next :func:`start` starts it again)."""
-    global _started_with
+    """Shut Ray down (the next :func:`start` starts it again), and any emulated cluster.
+
+    The driver disconnects first: nodes killed under a connected driver make it report
+    "lost objects" on stderr.
+    """
+    global _started_with, _emulated
     if ray.is_initialized():
         ray.shutdown()
     _started_with = None
+    if _emulated is not None:
+        _emulated.shutdown()
+        _emulated = None
 
 
 def emulated(nodes: int = 3, *, cpus_per_node: int = 1, gpus_per_node: int = 0,
@@ -126,12 +134,15 @@ def emulated(nodes: int = 3, *, cpus_per_node: int = 1, gpus_per_node: int = 0,
 
     Returns the ``ray.cluster_utils.Cluster``; ``cluster.remove_node(node)`` is real node
     loss. Each node carries a custom resource ``node{i}`` (one unit) so lessons can name
-    nodes. Call ``cluster.shutdown()`` (after :func:`stop`) when done.
+    nodes. :func:`stop` (or the end of the Python process) shuts it down.
     """
+    import atexit
+
     from ray.cluster_utils import Cluster
 
+    global _emulated
     stop()
-    cluster = Cluster()
+    cluster = _emulated = Cluster()
     for i in range(nodes):
         cluster.add_node(
             num_cpus=cpus_per_node,
@@ -142,4 +153,5 @@ def emulated(nodes: int = 3, *, cpus_per_node: int = 1, gpus_per_node: int = 0,
         )
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.ERROR)
+    atexit.register(stop)  # registered last, runs first: the driver leaves before the nodes die
     return cluster

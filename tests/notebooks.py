@@ -24,13 +24,18 @@ def released(lab: str) -> Path:
 
 
 def variant(lab: str, dest: Path, *, replace: dict[str, str] | None = None,
-            after: dict[str, list[str]] | None = None, base: Path | None = None) -> Path:
+            after: dict[str, list[str]] | None = None, base: Path | None = None,
+            demos: bool = True) -> Path:
     """Write ``dest``: the solution (or ``base``) with cells replaced or code cells added.
 
     ``replace`` maps a grade_id to new source; ``after`` maps a grade_id to sources of plain
-    code cells to insert after it.
+    code cells to insert after it. ``demos=False`` first drops the lesson's demonstration
+    cells (code cells nbgrader does not track): a bad-submission test needs the graded work,
+    not the plots, and each dropped cell saves CI time.
     """
     nb = nbformat.read(base or solution(lab), as_version=4)
+    if not demos:
+        nb.cells = [c for c in nb.cells if c.cell_type == "markdown" or c.metadata.get("nbgrader")]
     replace, after = dict(replace or {}), dict(after or {})
     cells = []
     for cell in nb.cells:

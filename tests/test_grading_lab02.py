@@ -47,7 +47,7 @@ PipelineWorker = ray.remote(max_restarts=-1)(PipelineWorker)  # max_task_retries
 
 @pytest.mark.slow
 def test_no_retries_and_no_checkpoint_lose_exactly_their_points(tmp_path):
-    nb = variant(LAB, tmp_path / f"{LAB}.ipynb",
+    nb = variant(LAB, tmp_path / f"{LAB}.ipynb", demos=False,
                  replace={"checkpointed_accumulator": NO_CHECKPOINT, "pipeline_worker": NO_RETRIES})
     outcome = selfcheck.grade_notebook(nb, cell_timeout_s=300)
     assert not outcome.error

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-import nbformat
 import pytest
 
 from autograder import selfcheck
@@ -53,20 +52,12 @@ LOST = {"resources-enforced": 2, "groups-enforced": 2, "groups-overhead-tier1": 
         "manifests-valid": 2, "manifests-gpu-limits": 1}
 
 
-def _only_graded_cells(path):
-    """Keep the notebook's locked, solution and test cells; drop the demonstration cells (saves minutes)."""
-    nb = nbformat.read(path, as_version=4)
-    nb.cells = [c for c in nb.cells if c.cell_type == "markdown" or c.metadata.get("nbgrader")]
-    nbformat.write(nb, path)
-    return path
-
-
 @pytest.mark.slow
 def test_leaking_quota_loses_exactly_its_points(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGRADER_SEED", "4242")
     monkeypatch.setenv("AUTOGRADER_CALL_TIMEOUT_S", "30")
-    nb = _only_graded_cells(variant(LAB, tmp_path / f"{LAB}.ipynb", replace={
-        "resource_quotas": LEAKY, "group_quotas": CRASHING_GROUPS, "tenant_manifests": HALF_GPU}))
+    nb = variant(LAB, tmp_path / f"{LAB}.ipynb", replace={
+        "resource_quotas": LEAKY, "group_quotas": CRASHING_GROUPS, "tenant_manifests": HALF_GPU}, demos=False)
     outcome = selfcheck.grade_notebook(nb, LAB, cell_timeout_s=240)
     assert not outcome.error
     results = {r.name: r for r in outcome.results}
