@@ -97,7 +97,8 @@ class Lab03:
     burst_s: float = 0.6                   # each tenant floods alone this long (enforcement)
     phase_s: float = 1.2                   # one measuring phase (isolation, overhead)
     rounds: int = 2                        # interleaved rounds (A B, then B A)
-    isolation_min: float = 0.7             # quiet tenants keep ≥ this fraction of their solo throughput
+    isolation_min: float = 0.55            # quiet tenants keep ≥ this fraction of their solo throughput
+                                           # (the reference measured 0.63-0.9 on an idle 2-core CI machine)
     overhead_tiers: tuple = (0.5, 0.75)    # custom-resource quotas' throughput ≥ these × no quotas, same run
     # Placement groups cost more here: the reference measured 0.62-0.69x on a loaded 2-core machine.
     groups_overhead_tiers: tuple = (0.35, 0.5)
@@ -114,10 +115,12 @@ class Lab04:
     """04_data_affinity: placement of work relative to data on an emulated multi-node cluster."""
 
     shards: int = 8                        # shards in the grader's own (seeded, uneven) placement
-    rounds: int = 3                        # interleaved rounds (A B, B A, A B), learner's job vs the reference's
+    rounds: int = 4                        # interleaved rounds (A B, B A, A B, B A), learner's job vs the reference's
     locality_tiers: tuple = (0.8, 0.95)    # bytes processed where they were / all bytes
     bytes_vs_naive: float = 0.25           # cross-node bytes ≤ this × the naive placement's, same run
-    throughput_tiers: tuple = (0.5, 0.7)   # images/s ≥ these × the reference locality-aware job's
+    # images/s ≥ these × the reference locality-aware job's (the solution measured 0.5-1.4×,
+    # best round each, on a 2-core machine: four raylets and eight actors share two cores)
+    throughput_tiers: tuple = (0.4, 0.6)
     resident_calls: int = 5                # calls of a resident worker; it may copy its shard once
     resident_images: int = 256
     call_timeout_s: float = CALL_TIMEOUT_S  # one call of learner code

@@ -40,12 +40,12 @@ THROUGHPUT_CHECKS = {"throughput-known-cost", "throughput-sync", "throughput-war
 def _submissions(tmp):
     return {
         "alice-solution": variant(LAB, tmp / "a.ipynb"),
-        "bob-blank": released(LAB),
+        "bob-blank": variant(LAB, tmp / "b.ipynb", base=released(LAB), demos=False),
         "dave-hangs": variant(LAB, tmp / "d.ipynb", demos=False, replace={
             "throughput": "def throughput(fn, items):\n    while True:\n        pass",
             "best_batch_size": SELF_CONTAINED_SWEEP},
             after={"submit_batch": ["while True:\n    pass"]}),
-        "erin-exits": variant(LAB, tmp / "e.ipynb", after={
+        "erin-exits": variant(LAB, tmp / "e.ipynb", demos=False, after={
             "throughput": ["exit()", "import os\nos._exit(0)", "import sys\nsys.exit(3)"],
             "submit_batch": ["ray.shutdown()"],
             # noise written to file descriptor 2 from a background thread, as Ray's C++ core does

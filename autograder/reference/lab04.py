@@ -11,7 +11,7 @@ from course import kernels, locality
 def shard_nodes(refs) -> list[set]:
     """The nodes holding a copy of each object, from Ray's object directory."""
     found = ray.experimental.get_object_locations(list(refs))
-    return [set(found[r]["node_ids"]) for r in refs]
+    return [set(found.get(r, {}).get("node_ids") or []) for r in refs]
 
 
 @ray.remote(num_cpus=1)
