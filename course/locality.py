@@ -252,7 +252,7 @@ def measure(job_class, nodes: Sequence[str], placements: dict, *, rounds: int = 
 
 # -- device-level affinity ---------------------------------------------------------------------
 
-_copied = {"bytes": 0, "copies": 0}
+_copied = {"bytes": 0}
 
 
 def to_device(batch):
@@ -260,7 +260,6 @@ def to_device(batch):
     standing in for it. Counted per process (:func:`copied_bytes`)."""
     host = backend.to_host(batch)
     _copied["bytes"] += host.nbytes
-    _copied["copies"] += 1
     return backend.to_device(host) if backend.on_gpu() else np.array(host, copy=True)
 
 
