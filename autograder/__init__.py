@@ -1,8 +1,9 @@
 """The course kit's autograder: checks that re-measure learner code, and the nbgrader glue.
 
-The locked first cell of every lab calls :func:`begin`, which captures the grader's clocks
-before any learner code runs and keeps notebook code from ending the kernel. In a notebook
-(Colab included), :func:`check` runs the same checks the instructor's nbgrader run will.
+The locked first cell of every lab calls :func:`begin`, which keeps notebook code from
+ending the kernel. A hidden test cell calls :func:`grade`, which hands the check to the
+grader process when the notebook is being graded (the grader's verdict is the grade). In a
+notebook (Colab included), :func:`check` runs the same checks on the notebook's own objects.
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ def begin(lab: str) -> None:
     for_lab(lab)  # fail early on a wrong lab id
     _lab = lab
     harness.guard_kernel()
+
+
+def grade(name: str) -> None:
+    """Run check ``name`` (a hidden test cell's one line); AssertionError with the reason if it fails."""
+    from .agent import grade as _grade
+
+    _grade(name)
 
 
 def check(name: str | None = None, *, lab: str | None = None, namespace: dict | None = None) -> float:
@@ -44,7 +52,14 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
         checks = {name: checks[name]}
     namespace = vars(__main__) if namespace is None else namespace
     results = []
+    session = None
     for c in checks.values():
+        if c.grader_side:
+            from .session import local
+
+            session = session or local(lab, namespace)
+            results.append(session.run(c.name))
+            continue
         missing = [p for p in c.params if p not in namespace]
         try:
             if missing:

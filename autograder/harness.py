@@ -78,6 +78,20 @@ def _key(fn):
         return id(fn)
 
 
+def timed_out(fn) -> bool:
+    """Whether learner callable ``fn`` was already stopped once for running past its deadline."""
+    return bool(_timed_out.get(_key(fn)))
+
+
+def short_repr(value, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, or the type's name if repr itself fails."""
+    try:
+        text = repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def memo(cache: dict, key, measure):
     """Run ``measure()`` once per key and remember the result -- or the AssertionError.
 

@@ -1,13 +1,17 @@
-"""Run real ``nbgrader autograde`` on one submission and read back what it decided.
+"""Run real ``nbgrader autograde`` on one submission, with the grader on the other side.
 
 Shared by ``check`` (a throw-away course around one learner notebook) and ``grade`` (an
-instructor's course directory). Each submission is graded in its own ``nbgrader``
-process with a wall-clock limit, so a submission that hangs or kills its kernel costs its
-own grade and nothing else.
+instructor's course directory). Each submission is graded in its own ``nbgrader`` process
+with a wall-clock limit, so a submission that hangs or kills its kernel costs its own grade
+and nothing else. For a lab whose checks are grader-side, this process serves the kernel's
+hidden test cells (:class:`autograder.session.Session` behind an
+:class:`autograder.channel.Endpoint`), then writes its own verdicts into the gradebook over
+whatever the kernel's cells reported, and flags every kernel pass it did not confirm.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -36,6 +40,8 @@ class Outcome:
     assignment: str
     results: list[Result] = field(default_factory=list)
     error: str = ""
+    flags: list[str] = field(default_factory=list)  # kernel passes the grader did not confirm
+    log: str = ""                                   # nbgrader's full output, for --verbose and the log file
 
     @property
     def score(self) -> float:
@@ -62,9 +68,21 @@ def _ipython_dir(cwd: Path) -> Path:
     return profile.parent
 
 
-def nbgrader(args: list[str], cwd: Path, timeout_s: float) -> subprocess.CompletedProcess:
+def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a subprocess of the kit: this interpreter's ``bin/`` first on PATH.
+
+    nbgrader runs ``alembic`` by name when it creates a gradebook; an interpreter started by
+    its full path (IDEs, cron) without its environment activated must still find it.
+    """
+    bindir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    return {**os.environ, "PATH": bindir + (os.pathsep + path if path else ""), **(extra or {})}
+
+
+def nbgrader(args: list[str], cwd: Path, timeout_s: float,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run ``python -m nbgrader ARGS`` in ``cwd``; a timeout is reported, never raised."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "IPYTHONDIR": str(_ipython_dir(cwd))}
+    env = tool_env({"PYTHONUNBUFFERED": "1", "IPYTHONDIR": str(_ipython_dir(cwd)), **(env or {})})
     try:
         return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=timeout_s)
@@ -73,9 +91,25 @@ def nbgrader(args: list[str], cwd: Path, timeout_s: float) -> subprocess.Complet
         return subprocess.CompletedProcess(exc.cmd, 124, out, f"timed out after {timeout_s:g} s")
 
 
-def _last_error_line(log: str) -> str:
-    lines = [ln.strip() for ln in log.splitlines() if "ERROR" in ln or "Error" in ln]
-    return lines[-1][:300] if lines else (log.strip().splitlines() or ["no output"])[-1][:300]
+_BANNERS = ("Please see the", "There was an error processing", "Traceback (most recent call last)")
+
+
+def cause(log: str) -> str:
+    """The one line of an nbgrader log that says why it failed.
+
+    The last line of the last traceback (``FileNotFoundError: ... 'alembic'``), not nbgrader's
+    banner ("Please see the above traceback"); else the last ERROR line that is not a banner.
+    """
+    lines = [ln.rstrip() for ln in log.splitlines()]
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("Traceback (most recent call last)"):
+            for ln in lines[i + 1:]:
+                if ln and not ln.startswith((" ", "\t")) and ":" in ln:
+                    return ln.strip()[:300]
+    errors = [ln.strip() for ln in lines if ("ERROR" in ln or "Error" in ln) and not any(b in ln for b in _BANNERS)]
+    if errors:
+        return errors[-1][:300]
+    return (log.strip().splitlines() or ["no output"])[-1][:300]
 
 
 def ensure_assignment(course: Path, assignment: str, timeout_s: float = 300) -> None:
@@ -90,7 +124,7 @@ def ensure_assignment(course: Path, assignment: str, timeout_s: float = 300) -> 
                 pass
     proc = nbgrader(["generate_assignment", assignment, "--force"], course, timeout_s)
     if proc.returncode != 0:
-        raise SetupError(f"nbgrader generate_assignment {assignment} failed: {_last_error_line(proc.stderr)}")
+        raise SetupError(f"nbgrader generate_assignment {assignment} failed: {cause(proc.stderr + proc.stdout)}")
 
 
 def _messages(autograded: Path) -> dict[str, str]:
@@ -139,20 +173,68 @@ def read_results(course: Path, assignment: str, student: str) -> list[Result]:
     return results
 
 
+def grader_side(assignment: str) -> bool:
+    """Whether ``assignment``'s checks run in the grader's process (behind the trust boundary)."""
+    from .checks import for_lab
+
+    checks = for_lab(assignment).values()
+    return bool(checks) and all(c.grader_side for c in checks)
+
+
+def merge(kernel: list[Result], grader: list[Result]) -> tuple[list[Result], list[str]]:
+    """The grader's verdicts in the notebook's order, and the checks the kernel over-reported."""
+    verdicts = {r.name: r for r in grader}
+    merged = [verdicts.pop(r.name, r) for r in kernel] + list(verdicts.values())
+    claimed = {r.name: r.score for r in kernel}
+    flags = [r.name for r in merged if claimed.get(r.name, 0.0) > r.score]
+    return merged, flags
+
+
+def write_scores(course: Path, assignment: str, student: str, results: list[Result]) -> None:
+    """Record the grader's per-check scores in nbgrader's gradebook (over the kernel's)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for r in results:
+            try:
+                grade = gb.find_grade(f"test-{r.name}", assignment, assignment, student)
+            except MissingEntry:
+                continue
+            grade.auto_score = r.score
+        gb.db.commit()
+
+
 def autograde(course: Path, assignment: str, student: str, *,
               cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
               timeout_s: float = DEFAULT_SUBMISSION_TIMEOUT_S) -> Outcome:
     """Grade one submission with real ``nbgrader autograde`` and return its outcome."""
-    proc = nbgrader(["autograde", assignment, "--student", student, "--force",
-                     f"--Execute.timeout={int(cell_timeout_s)}"], course, timeout_s)
+    importlib.import_module("nbgrader.api")  # loaded before any learner code runs on this machine
+
+    from .channel import Endpoint
+    from .session import Session
+
+    session = Session(assignment) if grader_side(assignment) else None
+    endpoint = Endpoint(session.serve) if session else None
+    try:
+        proc = nbgrader(["autograde", assignment, "--student", student, "--force",
+                         f"--Execute.timeout={int(cell_timeout_s)}"], course, timeout_s,
+                        env=endpoint.env if endpoint else None)
+    finally:
+        if endpoint:
+            endpoint.close()
+    verdicts = session.seal() if session else []
     results = read_results(course, assignment, student) if proc.returncode != 124 else []
-    outcome = Outcome(student, assignment, results)
-    log = (proc.stderr or "") + (proc.stdout or "")
+    log = (proc.stderr or "") + (proc.stdout or "") + "".join(
+        f"\n[autograder | grader error]\n{f}" for f in (endpoint.failures if endpoint else []))
+    outcome = Outcome(student, assignment, results, log=log)
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode != 0 or not results:
-        reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else _last_error_line(log)
+        reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else cause(log)
         outcome.error = f"nbgrader autograde failed: {reason}"
+    elif verdicts:
+        outcome.results, outcome.flags = merge(results, verdicts)
+        write_scores(course, assignment, student, outcome.results)
     return outcome
 
 

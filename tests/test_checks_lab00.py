@@ -1,4 +1,5 @@
-"""Lab 00's checks, called directly: the reference passes, each mistake fails its own check."""
+"""Lab 00's grader-side checks, run in-process on learner functions given by name: the
+reference passes, each mistake fails its own check with its own reason."""
 
 from __future__ import annotations
 
@@ -8,7 +9,27 @@ import pytest
 
 from autograder.checks import lab00
 from autograder.reference import lab00 as reference
+from autograder.session import Learner, Session
 from course import backend
+
+SEED = 4242
+
+
+def verdict(name: str, **learner):
+    """Check ``name`` of a fresh grading session whose learner defines ``learner``."""
+    return Session(lab00.LAB, seed=SEED, learner=Learner(namespace=learner)).run(name)
+
+
+def passes(name: str, **learner) -> None:
+    result = verdict(name, **learner)
+    assert result.passed, result.message
+
+
+def fails(name: str, match: str, **learner) -> None:
+    import re
+
+    result = verdict(name, **learner)
+    assert not result.passed and re.search(match, result.message), result.message
 
 
 def mean_no_sync(fn, items):
@@ -43,45 +64,63 @@ def median_no_sync(fn, items):
     return items / sorted(times)[3]
 
 
-@pytest.mark.parametrize("check", [lab00.throughput_known_cost, lab00.throughput_sync,
-                                   lab00.throughput_warmup, lab00.throughput_outliers])
+@pytest.mark.parametrize("check", ["throughput-known-cost", "throughput-sync", "throughput-warmup",
+                                   "throughput-outliers"])
 def test_reference_throughput_passes(check):
-    check(reference.throughput)
+    passes(check, throughput=reference.throughput)
 
 
 def test_missing_sync_fails_only_the_sync_check():
-    lab00.throughput_known_cost(median_no_sync)
-    with pytest.raises(AssertionError, match="asynchronous workload.*call course.backend.sync"):
-        lab00.throughput_sync(median_no_sync)
+    passes("throughput-known-cost", throughput=median_no_sync)
+    fails("throughput-sync", "asynchronous workload.*call course.backend.sync", throughput=median_no_sync)
     backend.sync()
 
 
 def test_missing_warmup_fails_the_warmup_check():
-    with pytest.raises(AssertionError, match="slow start.*Discard warm-up calls"):
-        lab00.throughput_warmup(median_no_warmup)
+    fails("throughput-warmup", "slow start.*Discard warm-up calls", throughput=median_no_warmup)
 
 
 def test_mean_fails_the_outlier_check():
-    with pytest.raises(AssertionError, match="slow outliers.*median"):
-        lab00.throughput_outliers(mean_no_sync)
+    fails("throughput-outliers", "slow outliers.*median", throughput=mean_no_sync)
 
 
 def test_hard_coded_rate_fails():
-    truth = [lab00._make(s).items / lab00._make(s).seconds for s in (1, 2, 3, 4)]
+    session = Session(lab00.LAB, seed=SEED)
+    truth = [w.items / w.seconds for w in (lab00._workload(session, s) for s in (1, 2, 3, 4))]
     fake = 1.0 if min(truth) > 2 else 10 * max(truth)
-    with pytest.raises(AssertionError, match="without running the workload"):
-        lab00.throughput_known_cost(lambda fn, items: fake)
-    with pytest.raises(AssertionError, match="you measured"):
-        lab00.throughput_known_cost(lambda fn, items: [fn() for _ in range(3)] and fake)
+    fails("throughput-known-cost", "without running the workload", throughput=lambda fn, items: fake)
+    fails("throughput-known-cost", "you measured", throughput=lambda fn, items: [fn() for _ in range(3)] and fake)
 
 
 def test_non_numeric_result_is_reported():
-    with pytest.raises(AssertionError, match="expected items per second"):
-        lab00.throughput_known_cost(lambda fn, items: (fn(), "fast")[1])
+    fails("throughput-known-cost", "returned 'fast'; expected a number", throughput=lambda fn, items: (fn(), "fast")[1])
+
+
+def test_a_forged_number_is_not_compared_by_its_own_methods():
+    class Liar(float):
+        def __eq__(self, other):
+            return True
+
+        def __float__(self):
+            return 1e9
+
+    fails("throughput-known-cost", "you measured 1,000,000,000", throughput=lambda fn, items: (fn(), Liar(1.0))[1])
+
+
+def test_the_workload_carries_no_answer():
+    seen = {}
+
+    def snoop(fn, items):
+        seen.update({k: v for k, v in vars(fn).items()} if hasattr(fn, "__dict__") else {})
+        seen["closure"] = [c.cell_contents for c in (fn.__closure__ or ())]
+        return reference.throughput(fn, items)
+
+    passes("throughput-known-cost", throughput=snoop)
+    assert not any(hasattr(v, "true_rate") or hasattr(v, "seconds") for v in seen["closure"])
 
 
 def test_batch_model_has_a_clear_optimum():
-    model = lab00.BatchModel(5)
+    model = lab00.BatchModel(Session(lab00.LAB, seed=SEED), 5)
     rates = {n: n / model.seconds(n) for n in lab00.CANDIDATES}
     best = max(rates, key=rates.get)
     assert best == model.best
@@ -90,16 +129,24 @@ def test_batch_model_has_a_clear_optimum():
 
 
 def test_batch_checks_pass_the_reference_and_fail_a_fixed_answer():
-    lab00.batch_model(reference.best_batch_size)
-    wrong = next(n for n in lab00.CANDIDATES if n != lab00.BatchModel(5).best)
-    with pytest.raises(AssertionError, match=f"returned {wrong}; on this cost model"):
-        lab00.batch_model(lambda run, candidates: wrong)
-    lab00.batch_real_tier1(reference.best_batch_size)
+    passes("batch-model", best_batch_size=reference.best_batch_size)
+    wrong = next(n for n in lab00.CANDIDATES if n != lab00.BatchModel(Session(lab00.LAB, seed=SEED), 5).best)
+    fails("batch-model", f"returned {wrong}; on this cost model", best_batch_size=lambda run, candidates: wrong)
+    passes("batch-real-tier1", best_batch_size=reference.best_batch_size)
 
 
 def test_batch_real_rejects_a_size_not_offered():
-    with pytest.raises(AssertionError, match="not one of"):
-        lab00.batch_real_tier1(lambda run, candidates: 1000)
+    fails("batch-real-tier1", "not one of", best_batch_size=lambda run, candidates: 1000)
+    fails("batch-model", "takes one of the candidates", best_batch_size=lambda run, candidates: run(1000))
+
+
+def test_tiers_share_one_measurement():
+    session = Session(lab00.LAB, seed=SEED, learner=Learner(namespace={"best_batch_size": reference.best_batch_size}))
+    calls = []
+    session.learner.call = lambda *a, **k: calls.append(a) or 64
+    assert session.run("batch-real-tier1").name == "batch-real-tier1"
+    session.run("batch-real-tier2")
+    assert len(calls) == 1
 
 
 def test_ray_task_check(ray_local):
@@ -112,11 +159,11 @@ def test_ray_task_check(ray_local):
     def right(seed, n):
         return kernels.process(kernels.make_batch(n, seed=seed))
 
-    lab00.ray_task(lambda seed, n: right.remote(seed, n))
-    with pytest.raises(AssertionError, match="not a Ray ObjectRef"):
-        lab00.ray_task(lambda seed, n: kernels.process(kernels.make_batch(n, seed=seed)))
-    with pytest.raises(AssertionError, match="checksum is not the reference"):
-        lab00.ray_task(lambda seed, n: ray.put(np.zeros(n, dtype=np.float32)))
+    passes("ray-task", submit_batch=lambda seed, n: right.remote(seed, n))
+    fails("ray-task", "not a Ray ObjectRef",
+          submit_batch=lambda seed, n: kernels.process(kernels.make_batch(n, seed=seed)))
+    fails("ray-task", "checksum is not the reference",
+          submit_batch=lambda seed, n: ray.put(np.zeros(n, dtype=np.float32)))
 
 
 def test_live_check_reports_every_check(capsys):

@@ -1,10 +1,17 @@
 """Grader-side checks, one module per lab, registered by lab id and check name.
 
-A check is a plain function that takes the learner's objects (a function, an actor class),
-runs them under the grader's harness, measures, and raises ``AssertionError`` with a
-one-line reason when a target is missed. A hidden test cell calls exactly one check, and
-the check's name is the cell's nbgrader ``grade_id`` without its ``test-`` prefix, so the
-CLI's report, the gradebook and ``autograder.check()`` in a notebook all agree.
+A check raises ``AssertionError`` with a one-line reason when a target is missed. The
+check's name is its hidden test cell's nbgrader ``grade_id`` without the ``test-`` prefix, so
+the CLI's report, the gradebook and ``autograder.check()`` in a notebook all agree.
+
+Two kinds, while the labs move behind the trust boundary (README, "How the grader measures"):
+
+* **grader-side** (``@register(..., grader_side=True)``, or :func:`tiers`): the function takes
+  the grading :class:`~autograder.session.Session` and reaches learner code only through
+  ``session.learner.call(...)``. It runs in the grader's process; its hidden cell is
+  ``autograder.grade("<name>")``, and its verdict is the grade whatever the kernel shows.
+* **in-kernel** (labs not yet moved): the function takes the learner's objects by name and
+  runs in the learner's kernel; its hidden cell calls it, and nbgrader's score is the grade.
 """
 
 from __future__ import annotations
@@ -23,11 +30,12 @@ class Check:
     name: str
     points: float
     fn: Callable
+    grader_side: bool = False
 
     @property
     def params(self) -> list[str]:
-        """The learner names the check takes, in order (e.g. ``["throughput"]``)."""
-        return list(inspect.signature(self.fn).parameters)
+        """The learner names an in-kernel check takes, in order (e.g. ``["throughput"]``)."""
+        return [] if self.grader_side else list(inspect.signature(self.fn).parameters)
 
     @property
     def grade_id(self) -> str:
@@ -37,14 +45,35 @@ class Check:
 REGISTRY: dict[str, dict[str, Check]] = {}
 
 
-def register(lab: str, name: str, points: float):
+def register(lab: str, name: str, points: float, *, grader_side: bool = False):
     """Decorator: record a check function under ``lab`` and ``name``."""
 
     def wrap(fn):
-        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, points, fn)
+        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, points, fn, grader_side)
         return fn
 
     return wrap
+
+
+def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], points: tuple[float, ...],
+          measure: Callable, explain: Callable[[object, float], str]) -> None:
+    """Register one grader-side check per tier of one measured ratio.
+
+    ``measure(session)`` returns a result with a ``ratio`` (learner / reference, measured
+    side by side); it runs once per grading run and every tier reads it. Tier ``i`` passes
+    when ``ratio >= thresholds[i]``; otherwise it fails with ``explain(result, threshold)``.
+    """
+
+    def tier(threshold: float):
+        def check(session):
+            result = session.memo(measure, lambda: measure(session))
+            if not result.ratio >= threshold:
+                raise AssertionError(explain(result, threshold))
+
+        return check
+
+    for name, threshold, pts in zip(names, thresholds, points, strict=True):
+        register(lab, name, pts, grader_side=True)(tier(threshold))
 
 
 def module_for(lab: str) -> str:

@@ -1,0 +1,262 @@
+"""The grader's side of one grading run: seeds, the learner's kernel as a remote, verdicts.
+
+A :class:`Session` lives in the grader process (``python -m autograder check|grade``), which
+never runs learner code. It draws this run's seed, runs each check at most once when the
+kernel's hidden test cell asks for it, and keeps the verdicts: those, not what the kernel's
+cells show, are the grade. A check talks to learner code only through :class:`Learner` --
+requests out, plain JSON back -- and times it with the grader's own clock.
+
+In a notebook that is not being graded (a learner's own ``autograder.check()``), the same
+session runs inside the kernel (:func:`local`): there, tampering only fools the learner.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .channel import ProtocolError, peer_pid, recv, send
+from .report import Result
+
+GRACE_S = 15.0       # the kernel stops learner code at the deadline itself; this is its slack
+INTERRUPT_WAIT_S = 10.0  # after interrupting a kernel that did not, how long to wait for it
+
+
+@dataclass
+class Callback:
+    """A grader-side callable handed to learner code as a stand-in (e.g. a workload).
+
+    Its calls run in the grader's process, timed by the grader; learner code sees only a
+    function that asks for them. ``deferred``: calls return at once and the work runs at the
+    learner's next ``course.backend.sync()``, as a GPU launch does.
+    """
+
+    fn: Callable[..., Any]
+    deferred: bool = False
+    name: str = "fn"
+
+
+def plain(value, returns: str, what: str):
+    """A value from the kernel, checked to be exactly the plain kind asked for.
+
+    The kit's code in the kernel converts learner values before sending them, but that code
+    is the learner's to replace: the grader trusts only the type of what arrives.
+    """
+    ok = {
+        "none": lambda v: v is None,
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "array": lambda v: (isinstance(v, dict) and isinstance(v.get("shape"), list)
+                            and isinstance(v.get("data"), list)
+                            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v["shape"])
+                            and math.prod(v["shape"]) == len(v["data"])
+                            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v["data"])),
+    }[returns]
+    if not ok(value):
+        raise AssertionError(f"{what}: the kernel sent back a value that is not {returns}")
+    return float(value) if returns == "number" else value
+
+
+class Learner:
+    """The learner's kernel as the grader sees it: call a learner object by name."""
+
+    def __init__(self, conn=None, *, namespace: dict | None = None):
+        self._conn = conn
+        self._namespace = namespace  # in-process only: where learner names are looked up
+        self._pid = peer_pid(conn) if conn is not None else None
+        self.hung: dict[str, float] = {}  # learner names stopped for running past their deadline
+        self.broken = ""                  # why the kernel can no longer be asked anything
+
+    def call(self, name: str, *args, what: str, returns: str = "none", timeout_s: float = 60.0,
+             prepare: str | None = None, then: str | None = None):
+        """``name(*args)`` in the learner's kernel; its return value as plain JSON.
+
+        Raises ``AssertionError`` with a one-line reason when the learner's code fails, hangs
+        or returns the wrong kind of value.
+        """
+        if name in self.hung:
+            raise AssertionError(f"{what} was already stopped once for running past "
+                                 f"{self.hung[name]:g} s; not run again")
+        if self.broken:
+            raise AssertionError(self.broken)
+        callbacks = [a for a in args if isinstance(a, Callback)]
+        request = {"op": "call", "name": name, "what": what, "returns": returns,
+                   "timeout_s": timeout_s, "prepare": prepare, "then": then,
+                   "args": [{"callback": callbacks.index(a), "deferred": a.deferred, "name": a.name}
+                            if isinstance(a, Callback) else a for a in args]}
+        wait_s = timeout_s * (2 if then else 1) + GRACE_S
+        reply = self._exchange(request, callbacks, wait_s) if self._conn else self._local(request, callbacks)
+        if reply.get("op") == "error":
+            if reply.get("hung") is True:
+                self.hung[name] = timeout_s
+            raise AssertionError(str(reply.get("message"))[:500])
+        if reply.get("op") != "result":
+            raise AssertionError(self._break("the kernel answered out of turn"))
+        return plain(reply.get("value"), returns, what)
+
+    def _local(self, request: dict, callbacks: list[Callback]) -> dict:
+        from . import agent
+
+        return agent.execute(request, lambda cid, a: callbacks[cid].fn(*a), self._namespace)
+
+    def _exchange(self, request: dict, callbacks: list[Callback], wait_s: float) -> dict:
+        """Send the request; run the callbacks it triggers; return the final reply."""
+        from .harness import perf_counter
+
+        deadline = perf_counter() + wait_s
+        interrupted = False
+        try:
+            send(self._conn, request)
+            while True:
+                try:
+                    message = recv(self._conn, deadline - perf_counter())
+                except TimeoutError:
+                    if interrupted:
+                        raise AssertionError(self._break(
+                            f"{request['what']} did not finish within {request['timeout_s']:g} s and the "
+                            "kernel did not respond to an interrupt")) from None
+                    self.hung[request["name"]] = request["timeout_s"]
+                    self._interrupt()
+                    interrupted, deadline = True, perf_counter() + INTERRUPT_WAIT_S
+                    continue
+                if message["op"] != "callback":
+                    if interrupted:
+                        message = {"op": "error", "hung": True, "message":
+                                   f"{request['what']} did not finish within {request['timeout_s']:g} s "
+                                   "and was stopped by the grader"}
+                    return message
+                send(self._conn, self._run_callback(message, callbacks))
+        except ProtocolError as exc:
+            raise AssertionError(self._break(f"the learner's kernel broke off grading ({exc})")) from None
+
+    @staticmethod
+    def _run_callback(message: dict, callbacks: list[Callback]) -> dict:
+        cid, args = message.get("id"), message.get("args")
+        if not (isinstance(cid, int) and 0 <= cid < len(callbacks) and isinstance(args, list)):
+            return {"op": "raise", "message": "no such callback"}
+        try:
+            return {"op": "return", "value": callbacks[cid].fn(*args)}
+        except (TypeError, ValueError, KeyError) as exc:
+            return {"op": "raise", "message": str(exc)}
+
+    def _interrupt(self) -> None:
+        """Interrupt the kernel (its real pid, from the socket), as Jupyter's stop button does."""
+        if self._pid and self._pid != os.getpid():
+            try:
+                os.kill(self._pid, signal.SIGINT)
+            except OSError:
+                pass
+
+    def _break(self, why: str) -> str:
+        self.broken = why
+        return why
+
+
+class Session:
+    """One grading run of one notebook of ``lab``: seed, memo, and the grader's verdicts."""
+
+    def __init__(self, lab: str, *, seed: int | None = None, learner: Learner | None = None):
+        from .checks import for_lab
+
+        self.lab = lab
+        self.checks = for_lab(lab)
+        env_seed = os.environ.get("AUTOGRADER_SEED")
+        self.seed = seed if seed is not None else (
+            int(env_seed) if env_seed else random.SystemRandom().randrange(2**31))
+        self.learner = learner or Learner()
+        self.verdicts: dict[str, Result] = {}
+        self._memo: dict = {}
+        self._lock = threading.Lock()
+        self._sealed = False
+
+    def rng(self, salt: int) -> random.Random:
+        """This run's random stream number ``salt`` (same seed, same stream)."""
+        return random.Random(self.seed * 1000 + salt)
+
+    def memo(self, key, measure: Callable[[], Any]):
+        """Run ``measure()`` once per key and remember the result -- or the AssertionError.
+
+        Tiered checks share one measurement: each tier calls this with the same key.
+        """
+        if key not in self._memo:
+            try:
+                self._memo[key] = measure()
+            except AssertionError as exc:
+                self._memo[key] = exc
+        if isinstance(self._memo[key], AssertionError):
+            raise self._memo[key]
+        return self._memo[key]
+
+    def run(self, name: str) -> Result:
+        """The verdict of check ``name``: measured the first time it is asked for, then kept."""
+        with self._lock:
+            if name in self.verdicts:
+                return self.verdicts[name]
+            check = self.checks.get(name)
+            if check is None or not check.grader_side:
+                return Result(str(name)[:60], 0.0, 0.0, "no such grader-side check in this lab")
+            if self._sealed:
+                return Result(name, 0.0, check.points, "asked for after grading had ended")
+            try:
+                check.fn(self)
+                result = Result(name, check.points, check.points, "")
+            except AssertionError as exc:
+                result = Result(name, 0.0, check.points, str(exc).strip().splitlines()[0][:500]
+                                if str(exc).strip() else "failed")
+            except Exception as exc:  # a grader bug: the submission must not gain or crash from it
+                result = Result(name, 0.0, check.points, f"the grader could not finish this check "
+                                f"({type(exc).__name__}: {exc}); please report it")
+            self.verdicts[name] = result
+            return result
+
+    def serve(self, conn) -> None:
+        """Answer one kernel connection: each ``check`` request gets a measured verdict."""
+        self.learner = Learner(conn)
+        while not self.learner.broken:
+            try:
+                message = recv(conn)
+            except ProtocolError:
+                return
+            if message["op"] != "check":
+                return
+            result = self.run(str(message.get("name")))
+            try:
+                send(conn, {"op": "verdict", "passed": result.passed and result.max_score > 0,
+                            "message": result.message})
+            except ProtocolError:
+                return
+
+    def seal(self) -> list[Result]:
+        """End the run: no more checks; every check's verdict, in registration order.
+
+        A check the kernel never asked for scores 0: its hidden test cell did not run as
+        written (skipped, rewritten, or the kernel died before it).
+        """
+        locked = self._lock.acquire(timeout=GRACE_S * 8)  # a check still running ends by then
+        try:
+            self._sealed = True
+            return [self.verdicts.get(name) or Result(
+                name, 0.0, c.points, "its hidden test did not run in the notebook (skipped, "
+                "rewritten, or the kernel stopped before it)") for name, c in self.checks.items()]
+        finally:
+            if locked:
+                self._lock.release()
+
+
+def local(lab: str | None = None, namespace: dict | None = None) -> Session:
+    """A fresh in-kernel session, for ``autograder.check()`` and hidden cells run outside grading.
+
+    Fresh each time, so a learner who fixes a function and checks again is measured again.
+    Learner names are looked up in ``namespace`` (default: the notebook's globals).
+    """
+    from . import _lab
+
+    lab = lab or _lab
+    if lab is None:
+        raise RuntimeError("run the lab's first cell (it calls autograder.begin) first")
+    return Session(lab, learner=Learner(namespace=namespace))
