@@ -131,6 +131,10 @@ def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict
         if harness.timed_out(fn):
             _stop_hung(namespace, name, timeout_s)
         return {"op": "error", "message": str(exc), "hung": harness.timed_out(fn)}
+    except KeyboardInterrupt:  # the grader's interrupt, or the cell's time limit
+        _stop_hung(namespace, name, timeout_s)
+        return {"op": "error", "hung": True,
+                "message": f"{what} did not finish within {timeout_s:g} s and was interrupted"}
     try:  # conversion may run the learner's __float__ or __array__: under a deadline too
         with harness.deadline(timeout_s):
             plain = convert(value, returns)
@@ -189,7 +193,7 @@ def grade(name: str) -> None:
         message = recv(conn)
         if message["op"] == "call":
             send(conn, execute(message, callback))
-        elif message["op"] == "verdict":
+        elif message["op"] == "verdict" and message.get("name") == name:  # not a late one
             if message.get("passed"):
                 return
             raise AssertionError(str(message.get("message")))

@@ -42,11 +42,12 @@ def send(conn: Connection, message: dict) -> None:
 def recv(conn: Connection, timeout_s: float | None = None) -> dict:
     """Receive one JSON message within ``timeout_s`` (``TimeoutError`` otherwise)."""
     try:
-        if timeout_s is not None and not conn.poll(max(0.0, timeout_s)):
-            raise TimeoutError
-        data = conn.recv_bytes(MAX_FRAME)
+        ready = timeout_s is None or conn.poll(max(0.0, timeout_s))
+        data = conn.recv_bytes(MAX_FRAME) if ready else None
     except (EOFError, OSError) as exc:
         raise ProtocolError(f"the other side went away ({type(exc).__name__})") from None
+    if data is None:
+        raise TimeoutError
     try:
         message = json.loads(data)
     except ValueError:
@@ -112,6 +113,8 @@ class Endpoint:
             try:
                 conn = self._listener.accept()
             except Exception:  # a failed handshake (wrong key, garbage) or the listener closed
+                if self._closing:
+                    break
                 continue
             if self._closing:
                 conn.close()
@@ -131,9 +134,10 @@ class Endpoint:
         self._closing = True
         if self._conn is not None:  # a process that outlived the kernel may hold it open
             hang_up(self._conn)
-        try:  # wake accept(): it blocks until someone connects
-            Client(self.address, family="AF_UNIX", authkey=self._key).close()
-        except Exception:
+        try:  # wake accept(), which blocks until someone connects (no handshake: never blocks)
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.connect(self.address)
+        except OSError:
             pass
         self._thread.join(wait_s)
         self._listener.close()

@@ -28,6 +28,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("notebook", type=Path)
     c.add_argument("--lab", help="lab id, when the file name does not say (e.g. 00_measure)")
     c.add_argument("--json", action="store_true", help="print JSON instead of text")
+    c.add_argument("--verbose", action="store_true", help="also print nbgrader's full output (on stderr)")
     limits(c)
 
     g = sub.add_parser("grade", help="autograde every submission of an nbgrader course")
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             from . import selfcheck
 
-            return selfcheck.run(args.notebook, args.lab, as_json=args.json, **lim)
+            return selfcheck.run(args.notebook, args.lab, as_json=args.json, verbose=args.verbose, **lim)
         if args.command == "grade":
             from . import cohort
 

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from . import nbgrader_run
 from .nbgrader_run import Outcome, SetupError
 
-CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "status", "failed_checks"]
+CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "status", "failed_checks", "flags"]
 
 
 def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
@@ -41,6 +41,7 @@ def grade_one(course: Path, student: str, assignment: str, **limits) -> Outcome:
     before = nbgrader_run.scores_except(db, student)
     backup = nbgrader_run.snapshot(db)
     outcome = nbgrader_run.autograde(course, assignment, student, **limits)
+    keep_log(course, outcome)
     if backup is not None and nbgrader_run.scores_except(db, student) != before:
         shutil.copy2(backup, db)
         outcome.results = []
@@ -48,6 +49,13 @@ def grade_one(course: Path, student: str, assignment: str, **limits) -> Outcome:
     if backup is not None:
         backup.unlink(missing_ok=True)
     return outcome
+
+
+def keep_log(course: Path, outcome: Outcome) -> None:
+    """nbgrader's full output for one submission, next to its autograded notebook."""
+    folder = course / "autograded" / outcome.student / outcome.assignment
+    if folder.is_dir():
+        (folder / "autograde.log").write_text(outcome.log)
 
 
 def write_csv(outcomes: list[Outcome], path: Path) -> None:
@@ -59,7 +67,7 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
             failed = [r.name for r in o.results if not r.passed]
             w.writerow({"student_id": o.student, "assignment": o.assignment, "score": f"{o.score:g}",
                         "max_score": f"{o.max_score:g}", "status": f"error: {o.error}" if o.error else "graded",
-                        "failed_checks": " ".join(failed)})
+                        "failed_checks": " ".join(failed), "flags": " ".join(o.flags)})
 
 
 def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None, **limits) -> int:
@@ -72,7 +80,9 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     for student, a in tqdm(pairs, desc="grading", unit="submission"):
         o = grade_one(course, student, a, **limits)
         outcomes.append(o)
-        tqdm.write(f"{student} {a}: {o.score:g}/{o.max_score:g}" + (f"  error: {o.error}" if o.error else ""))
+        tqdm.write(f"{student} {a}: {o.score:g}/{o.max_score:g}" + (f"  error: {o.error}" if o.error else "")
+                   + (f"  flagged: the kernel reported passes the grader did not confirm: {' '.join(o.flags)}"
+                      if o.flags else ""))
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
     write_csv(outcomes, csv_path)
     print(f"wrote {csv_path} ({len(outcomes)} submissions)")

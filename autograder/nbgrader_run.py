@@ -11,6 +11,7 @@ whatever the kernel's cells reported, and flags every kernel pass it did not con
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -182,16 +183,18 @@ def grader_side(assignment: str) -> bool:
 
 
 def merge(kernel: list[Result], grader: list[Result]) -> tuple[list[Result], list[str]]:
-    """The grader's verdicts in the notebook's order, and the checks the kernel over-reported."""
-    verdicts = {r.name: r for r in grader}
-    merged = [verdicts.pop(r.name, r) for r in kernel] + list(verdicts.values())
+    """Exactly the grader's checks, with its verdicts; and the checks the kernel over-reported.
+
+    Rows the kernel reported for anything else (a graded cell it added to the gradebook)
+    are dropped: the report lists the lab's checks and nothing more.
+    """
     claimed = {r.name: r.score for r in kernel}
-    flags = [r.name for r in merged if claimed.get(r.name, 0.0) > r.score]
-    return merged, flags
+    return list(grader), [r.name for r in grader if claimed.get(r.name, 0.0) > r.score]
 
 
 def write_scores(course: Path, assignment: str, student: str, results: list[Result]) -> None:
-    """Record the grader's per-check scores in nbgrader's gradebook (over the kernel's)."""
+    """Record the grader's per-check scores in nbgrader's gradebook, over anything the kernel
+    wrote there (its cells' scores, a manual score or extra credit set from the notebook)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
@@ -200,8 +203,21 @@ def write_scores(course: Path, assignment: str, student: str, results: list[Resu
                 grade = gb.find_grade(f"test-{r.name}", assignment, assignment, student)
             except MissingEntry:
                 continue
-            grade.auto_score = r.score
+            grade.auto_score, grade.manual_score, grade.extra_credit = r.score, None, None
         gb.db.commit()
+
+
+def _seed_env(student: str) -> dict[str, str]:
+    """A fixed ``AUTOGRADER_SEED`` made per-student, and kept away from the kernel.
+
+    The grader reads it from its own environment; the kernel's environment gets an empty one,
+    so learner code cannot replay the grader's draws, and no two students share workloads.
+    """
+    base = os.environ.get("AUTOGRADER_SEED")
+    if not base:
+        return {}
+    digest = hashlib.sha256(f"{base}/{student}".encode()).digest()
+    return {"seed": str(int.from_bytes(digest[:4], "big") % 2**31)}
 
 
 def autograde(course: Path, assignment: str, student: str, *,
@@ -213,12 +229,13 @@ def autograde(course: Path, assignment: str, student: str, *,
     from .channel import Endpoint
     from .session import Session
 
-    session = Session(assignment) if grader_side(assignment) else None
+    seed = _seed_env(student).get("seed")
+    session = Session(assignment, seed=int(seed) if seed else None) if grader_side(assignment) else None
     endpoint = Endpoint(session.serve) if session else None
     try:
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
                          f"--Execute.timeout={int(cell_timeout_s)}"], course, timeout_s,
-                        env=endpoint.env if endpoint else None)
+                        env={**endpoint.env, "AUTOGRADER_SEED": ""} if endpoint else None)
     finally:
         if endpoint:
             endpoint.close()
@@ -232,9 +249,10 @@ def autograde(course: Path, assignment: str, student: str, *,
     elif proc.returncode != 0 or not results:
         reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else cause(log)
         outcome.error = f"nbgrader autograde failed: {reason}"
-    elif verdicts:
+    if verdicts:  # the grade is the grader's, however the kernel's run ended
         outcome.results, outcome.flags = merge(results, verdicts)
-        write_scores(course, assignment, student, outcome.results)
+        if results:
+            write_scores(course, assignment, student, outcome.results)
     return outcome
 
 

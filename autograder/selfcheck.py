@@ -8,6 +8,7 @@ hidden tests are the real ones), puts the notebook in as the only submission, an
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -51,11 +52,17 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
         return nbgrader_run.autograde(course, lab, STUDENT, **limits)
 
 
-def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, **limits) -> int:
+def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbose: bool = False,
+        **limits) -> int:
     """Print the report; exit code 0 when graded, 1 when grading itself failed."""
     outcome = grade_notebook(notebook, lab, **limits)
+    if verbose:
+        print(outcome.log, file=sys.stderr)
     if outcome.error and not as_json:
         print(f"error: {outcome.error}")
+    if outcome.flags and not as_json:
+        print(f"flagged: the notebook's kernel reported passes the grader did not confirm: {' '.join(outcome.flags)}")
     print_report(outcome.results, as_json=as_json,
-                 extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error})
+                 extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error,
+                        "flags": outcome.flags})
     return 1 if outcome.error else 0

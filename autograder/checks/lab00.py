@@ -75,7 +75,7 @@ def _workload(session: Session, salt: int, **kw) -> Workload:
 
 def _verify(session: Session, workload: Workload, label: str, hint: str, *, deferred=False) -> None:
     got = session.learner.call("throughput", Callback(workload, deferred=deferred), workload.items,
-                               what="throughput(fn, items)", returns="number", timeout_s=T.call_timeout_s)
+                               what="throughput(fn, items)", returns="number", timeout_s=session.call_timeout_s)
     truth = workload.true_rate()
     if truth is None:
         raise AssertionError(f"{label}: throughput returned {got:,.1f} without running the workload "
@@ -84,7 +84,7 @@ def _verify(session: Session, workload: Workload, label: str, hint: str, *, defe
     if not abs(error) <= T.rel_tolerance:
         raise AssertionError(
             f"{label}: you measured {got:,.1f} items/s, the grader timed {truth:,.1f} items/s "
-            f"({error:+.0%}, allowed ±{T.rel_tolerance:.0%}; seed {session.seed}). {hint}"
+            f"({error:+.0%}, allowed ±{T.rel_tolerance:.0%}). {hint}"
         )
 
 
@@ -144,7 +144,7 @@ def _choice(session: Session, run) -> int:
     """The learner's ``best_batch_size`` on ``run``, which must be one of the candidates."""
     got = session.learner.call("best_batch_size", Callback(run, name="run"), list(CANDIDATES),
                                what="best_batch_size(run, candidates)", returns="integer",
-                               timeout_s=T.call_timeout_s)
+                               timeout_s=session.call_timeout_s)
     if got not in CANDIDATES:
         raise AssertionError(f"best_batch_size returned {got!r}, not one of {list(CANDIDATES)}")
     return got
@@ -158,7 +158,7 @@ def batch_model(session):
     if got != model.best:
         rate = lambda n: n / model.seconds(n)  # noqa: E731
         raise AssertionError(
-            f"best_batch_size returned {got}; on this cost model (seed {session.seed}) the best of "
+            f"best_batch_size returned {got}; on this cost model the best of "
             f"{list(CANDIDATES)} is {model.best} ({rate(model.best):,.0f} items/s vs {rate(got):,.0f} for yours)")
 
 
@@ -203,7 +203,7 @@ def ray_task(session):
     """The learner's Ray task returns the right result for inputs the grader chooses."""
     seed, n = session.rng(6).randrange(10_000), session.rng(7).randint(16, 96)
     got = session.learner.call("submit_batch", seed, n, what="submit_batch(seed, n)", returns="array",
-                               timeout_s=T.call_timeout_s, prepare="ray", then="ray_get")
+                               timeout_s=session.call_timeout_s, prepare="ray", then="ray_get")
     values = np.asarray(got["data"], dtype=np.float64)
     if got["shape"] != [n] or not kernels.matches(values, kernels.reference_checksum(n, seed)):
         raise AssertionError(

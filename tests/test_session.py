@@ -1,0 +1,169 @@
+"""The grader's side of the channel, against a kernel played by this test: the verdict is
+the grader's, whatever the kernel sends; a kernel that hangs, lies or leaves costs only the
+check it was in."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from autograder import agent, channel
+from autograder.session import Callback, Learner, Session, plain
+
+LAB = "00_measure"
+
+
+def serve(session: Session) -> channel.Endpoint:
+    return channel.Endpoint(session.serve)
+
+
+ERRORS: list[BaseException] = []
+
+
+def kernel(endpoint: channel.Endpoint, script) -> threading.Thread:
+    """Play the learner's kernel in a thread: ``script(conn)`` talks to the grader."""
+    def run():
+        conn = channel.Client(endpoint.address, family="AF_UNIX", authkey=bytes.fromhex(endpoint.env[channel.KEY_ENV]))
+        try:
+            script(conn)
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            ERRORS.append(exc)
+        finally:
+            conn.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.fixture(autouse=True)
+def no_kernel_errors():
+    ERRORS.clear()
+    yield
+    assert not ERRORS, ERRORS
+
+
+def test_plain_accepts_only_the_kind_asked_for():
+    assert plain(3, "number", "x") == 3.0
+    assert plain(64, "integer", "x") == 64
+    assert plain({"shape": [2], "data": [1.0, 2]}, "array", "x")["shape"] == [2]
+    for value, kind in [(True, "number"), ("1.0", "number"), (64.0, "integer"), ([1, 2], "array"),
+                        ({"shape": [3], "data": [1.0]}, "array"), ({"shape": [1], "data": ["a"]}, "array")]:
+        with pytest.raises(AssertionError, match="not " + kind):
+            plain(value, kind, "x")
+
+
+def test_a_forged_verdict_or_value_from_the_kernel_changes_nothing():
+    session = Session(LAB, seed=1)
+    endpoint = serve(session)
+
+    def forger(conn):
+        channel.send(conn, {"op": "verdict", "passed": True})       # not the kernel's to send:
+        with pytest.raises(channel.ProtocolError):                   # the grader hangs up
+            channel.recv(conn, 10)
+
+    def liar(conn):
+        channel.send(conn, {"op": "check", "name": "batch-model"})
+        request = channel.recv(conn)
+        assert request["op"] == "call" and request["name"] == "best_batch_size"
+        assert request["args"] == [{"callback": 0, "deferred": False, "name": "run"},  # nothing
+                                   [8, 16, 32, 64, 128, 256]]                           # carries the answer
+        channel.send(conn, {"op": "result", "value": "16"})         # a string, not an integer
+        channel.recv(conn)
+
+    kernel(endpoint, forger).join(30)
+    kernel(endpoint, liar).join(30)
+    endpoint.close()
+    results = {r.name: r for r in session.seal()}
+    assert results["batch-model"].score == 0 and "not integer" in results["batch-model"].message
+    assert sum(r.score for r in results.values()) == 0
+    assert "did not run" in results["throughput-sync"].message
+
+
+def test_a_check_is_measured_once_and_sealed_sessions_refuse_more():
+    session = Session(LAB, seed=1, learner=Learner(namespace={"best_batch_size": lambda run, c: 8}))
+    first = session.run("batch-model")
+    session.learner = Learner(namespace={"best_batch_size": lambda run, c: 16})
+    assert session.run("batch-model") is first          # asking again cannot re-roll a verdict
+    session.seal()
+    assert "after grading had ended" in session.run("batch-real-tier1").message
+
+
+def test_a_kernel_that_stops_answering_is_interrupted_and_the_check_fails(monkeypatch):
+    import autograder.session as s
+
+    interrupted = []
+    monkeypatch.setattr(s, "GRACE_S", 0.5)
+    monkeypatch.setattr(s, "INTERRUPT_WAIT_S", 0.5)
+    monkeypatch.setattr(s.Learner, "_interrupt", lambda self: interrupted.append(self._pid))
+    monkeypatch.setenv("AUTOGRADER_CALL_TIMEOUT_S", "0.5")
+    session = Session(LAB, seed=1)
+    endpoint = serve(session)
+    release = threading.Event()
+
+    def silent(conn):
+        channel.send(conn, {"op": "check", "name": "throughput-known-cost"})
+        channel.recv(conn)  # the call ...
+        release.wait(20)    # ... never answered
+
+    t = kernel(endpoint, silent)
+    threading.Event().wait(3)
+    release.set()
+    t.join(10)
+    endpoint.close()
+    result = {r.name: r for r in session.seal()}["throughput-known-cost"]
+    assert interrupted == [os.getpid()], result  # the peer's real pid, read from the socket
+    assert result.score == 0 and "did not respond to an interrupt" in result.message
+
+
+def test_a_call_the_notebook_abandoned_fails_and_the_next_check_still_runs():
+    session = Session(LAB, seed=1)
+    endpoint = serve(session)
+
+    def impatient(conn):
+        channel.send(conn, {"op": "check", "name": "batch-model"})
+        assert channel.recv(conn, 10)["op"] == "call"
+        channel.send(conn, {"op": "check", "name": "ray-task"})     # interrupted: moved on
+        assert channel.recv(conn, 10)["name"] == "batch-model"        # a late verdict ...
+        request = channel.recv(conn, 10)                              # ... then the new check
+        assert request["name"] == "submit_batch"
+        channel.send(conn, {"op": "error", "message": "nope"})
+        assert channel.recv(conn, 10) == {"op": "verdict", "name": "ray-task", "passed": False, "message": "nope"}
+
+    kernel(endpoint, impatient).join(30)
+    endpoint.close()
+    results = {r.name: r for r in session.seal()}
+    assert "interrupted in the notebook" in results["batch-model"].message
+    assert results["ray-task"].message == "nope"
+
+
+def test_callbacks_run_in_the_grader_and_reject_bad_arguments():
+    calls = []
+    learner = Learner(namespace={"f": lambda run: [run(8), run(8)] and 1.5})
+    got = learner.call("f", Callback(lambda n: calls.append(n)), what="f(run)", returns="number")
+    assert got == 1.5 and calls == [8, 8]
+    with pytest.raises(AssertionError, match="plain numbers"):
+        Learner(namespace={"f": lambda run: run(object())}).call("f", Callback(print), what="f(run)")
+
+
+def test_a_hung_function_is_not_run_again_and_later_cells_fail_fast():
+    namespace = {"spin": lambda: [None for _ in iter(int, 1)]}
+    learner = Learner(namespace=namespace)
+    with pytest.raises(AssertionError, match="did not finish within 0.5 s"):
+        learner.call("spin", what="spin()", timeout_s=0.5)
+    with pytest.raises(AssertionError, match="already stopped once"):
+        learner.call("spin", what="spin()", timeout_s=0.5)
+    with pytest.raises(RuntimeError, match="stopped by the grader"):
+        namespace["spin"]()  # what a demonstration cell calling it now gets
+
+
+def test_agent_converts_learner_values_strictly():
+    assert agent.convert(7, "integer") == 7 and agent.convert(8.0, "integer") == 8
+    for value, kind in [(True, "number"), (7.5, "integer"), ("x", "number")]:
+        with pytest.raises((ValueError, TypeError)):
+            agent.convert(value, kind)
+    reply = agent.execute({"name": "f", "returns": "number"}, None, {"f": lambda: "fast"})
+    assert reply["op"] == "error" and "expected a number" in reply["message"]
+    assert "not defined yet" in agent.execute({"name": "g"}, None, {})["message"]
