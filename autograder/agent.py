@@ -19,7 +19,9 @@ While the learner's code runs, each call of a callback sends ``{"op": "callback"
 
 from __future__ import annotations
 
+import functools
 import numbers
+import types
 from typing import Any, Callable
 
 from . import harness
@@ -102,11 +104,44 @@ def _then_ray_get(value, what: str, timeout_s: float):
 def _stop_hung(namespace: dict, name: str, timeout_s: float) -> None:
     """After a hang, later cells calling ``name`` fail at once instead of hanging again."""
 
-    def stopped(*args, **kwargs):
+    def stopped(*args, **kwargs):  # noqa: ARG001
         raise RuntimeError(f"{name} was stopped by the grader after running past {timeout_s:g} s; "
                            "it is not run again (fix it and re-run its cell)")
 
+    stopped.__autograder_guarded__ = True
     namespace[name] = stopped
+
+
+def _guarded(namespace: dict, name: str, fn, timeout_s: float):
+    """``fn`` under a deadline of its own when called outside a grader's request."""
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        if harness.armed():  # called by the grader (or from a guarded call): that deadline governs
+            return fn(*args, **kwargs)
+        try:
+            with harness.deadline(timeout_s):
+                return fn(*args, **kwargs)
+        except harness.Deadline:
+            _stop_hung(namespace, name, timeout_s)
+            raise RuntimeError(f"{name} ran past {timeout_s:g} s and was stopped by the grader; "
+                               "it is not run again (fix it and re-run its cell)") from None
+
+    guarded.__autograder_guarded__ = True
+    return guarded
+
+
+def guard(namespace: dict, names, timeout_s: float) -> None:
+    """Put a deadline on the learner's functions called ``names`` (after each cell, in grading).
+
+    A function that loops forever then costs one deadline in the first cell that calls it --
+    a demonstration cell included -- and every later call fails at once, instead of each
+    cell waiting for nbgrader's cell timeout.
+    """
+    for name in names:
+        fn = namespace.get(name)
+        if isinstance(fn, types.FunctionType) and not getattr(fn, "__autograder_guarded__", False):
+            namespace[name] = _guarded(namespace, name, fn, timeout_s)
 
 
 def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict | None = None) -> dict:

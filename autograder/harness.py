@@ -29,6 +29,9 @@ _real_os_kill = os.kill
 _real_os_abort = os.abort
 
 
+_armed = False  # a deadline() is running
+
+
 class Deadline(Exception):
     """Learner code ran past the time the grader allows it."""
 
@@ -47,10 +50,13 @@ def deadline(seconds: float):
     """Raise :class:`Deadline` in this (main) thread after ``seconds`` of wall time.
 
     Uses a real-time interval timer, which interrupts pure-Python loops and ``ray.get``.
-    Off the main thread it is a no-op; the nbgrader cell timeout remains the backstop.
+    Off the main thread, or inside another deadline, it adds none; the nbgrader cell timeout
+    remains the backstop.
     """
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
+    global _armed
+    if (_armed or threading.current_thread() is not threading.main_thread()
+            or not hasattr(signal, "setitimer")):
+        yield  # inside another deadline, the outer one governs
         return
 
     def _expire(signum, frame):
@@ -58,11 +64,18 @@ def deadline(seconds: float):
 
     previous = signal.signal(signal.SIGALRM, _expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    _armed = True
     try:
         yield
     finally:
+        _armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def armed() -> bool:
+    """Whether a :func:`deadline` is running now (nested ones defer to it)."""
+    return _armed
 
 
 # Learner callables that already hung once: each further check fails at once, so a hanging

@@ -51,7 +51,7 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("attacks")
     course = make_course(tmp / "course", [LAB])
     for name, spec in ATTACKS.items():
-        kwargs = {k: v for k, v in spec.items() if k not in ("honest", "why")}
+        kwargs = {k: v for k, v in spec.items() if k not in ("honest", "why", "open_issue")}
         submit(course, name, LAB, variant(LAB, tmp / f"{name}.ipynb", **kwargs))
     mp = pytest.MonkeyPatch()
     mp.setenv("AUTOGRADER_SEED", str(SEED))        # an instructor's fixed seed (README), as attacks assume
@@ -70,7 +70,9 @@ def graded(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(ATTACKS))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=spec["open_issue"]))
+    if "open_issue" in spec else name for name, spec in ATTACKS.items()])
 def test_attack_earns_no_unearned_point(graded, name):
     rows, gradebook = graded
     honest = ATTACKS[name]["honest"]

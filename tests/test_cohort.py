@@ -66,5 +66,5 @@ def test_submissions_and_csv(tmp_path):
                       Outcome("s2", "00_measure", [], "nbgrader autograde failed: the kernel died")], out)
     rows = list(csv.DictReader(out.open()))
     assert rows[0] == {"student_id": "s1", "assignment": "00_measure", "score": "2", "max_score": "3",
-                       "status": "graded", "failed_checks": "b"}
+                       "status": "graded", "failed_checks": "b", "flags": ""}
     assert rows[1]["status"].startswith("error: nbgrader autograde failed")

@@ -36,6 +36,7 @@ def best_batch_size(run, candidates, images=512):
                                  items=n * reps, warmup=2, budget_s=0.5).rate
     return max(rates, key=rates.get)
 '''
+SHUTDOWN = "import ray\nray.shutdown()"  # learners do, to "clean up"
 THROUGHPUT_CHECKS = {"throughput-known-cost", "throughput-sync", "throughput-warmup", "throughput-outliers"}
 
 
@@ -46,10 +47,14 @@ def _submissions(tmp):
         "dave-hangs": variant(LAB, tmp / "d.ipynb", demos=False, replace={
             "throughput": "def throughput(fn, items):\n    while True:\n        pass",
             "best_batch_size": SELF_CONTAINED_SWEEP},
-            after={"submit_batch": ["while True:\n    pass"]}),
+            # a demonstration cell calls the hanging function before any graded cell does
+            after={"throughput": ["rate = throughput(lambda: None, 1)"], "submit_batch": ["while True:\n    pass"]}),
+        # tries to exit, writes to fd 2, and shuts Ray down before every graded cell
         "erin-exits": variant(LAB, tmp / "e.ipynb", demos=False, after={
-            "throughput": ["exit()", "import os\nos._exit(0)", "import sys\nsys.exit(3)"],
-            "submit_batch": ["ray.shutdown()"],
+            "throughput": ["exit()", "import os\nos._exit(0)", "import sys\nsys.exit(3)", SHUTDOWN],
+            **{gid: [SHUTDOWN] for gid in ("test-throughput-known-cost", "test-throughput-sync",
+                                           "test-throughput-warmup", "best_batch_size", "test-batch-model",
+                                           "test-batch-real-tier1", "submit_batch")},
             # noise written to file descriptor 2 from a background thread, as Ray's C++ core does
             "setup": ["import os, threading, time as _t\n"
                       "def _noise():\n"
@@ -119,7 +124,7 @@ def test_hanging_submission_loses_only_the_hanging_parts(graded):
 
 
 @pytest.mark.slow
-def test_exits_ray_shutdown_and_fd_noise_cost_nothing_earned(graded):
+def test_exits_ray_shutdown_before_every_graded_cell_and_fd_noise_cost_nothing_earned(graded):
     _, rows, _ = graded
     assert rows["erin-exits"]["score"] == "14" and rows["erin-exits"]["status"] == "graded"
 

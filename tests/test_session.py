@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from autograder import agent, channel
+from autograder import channel
 from autograder.session import Callback, Learner, Session, plain
 
 LAB = "00_measure"
@@ -157,13 +157,3 @@ def test_a_hung_function_is_not_run_again_and_later_cells_fail_fast():
         learner.call("spin", what="spin()", timeout_s=0.5)
     with pytest.raises(RuntimeError, match="stopped by the grader"):
         namespace["spin"]()  # what a demonstration cell calling it now gets
-
-
-def test_agent_converts_learner_values_strictly():
-    assert agent.convert(7, "integer") == 7 and agent.convert(8.0, "integer") == 8
-    for value, kind in [(True, "number"), (7.5, "integer"), ("x", "number")]:
-        with pytest.raises((ValueError, TypeError)):
-            agent.convert(value, kind)
-    reply = agent.execute({"name": "f", "returns": "number"}, None, {"f": lambda: "fast"})
-    assert reply["op"] == "error" and "expected a number" in reply["message"]
-    assert "not defined yet" in agent.execute({"name": "g"}, None, {})["message"]

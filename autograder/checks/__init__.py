@@ -88,3 +88,9 @@ def for_lab(lab: str) -> dict[str, Check]:
     except ModuleNotFoundError as exc:
         raise KeyError(f"no checks for lab {lab!r}") from exc
     return REGISTRY.get(lab, {})
+
+
+def learner_names(lab: str) -> tuple[str, ...]:
+    """The learner functions a lab's grader-side checks call (its module's ``LEARNER_NAMES``)."""
+    for_lab(lab)
+    return tuple(getattr(importlib.import_module(module_for(lab)), "LEARNER_NAMES", ()))

@@ -1,0 +1,53 @@
+"""The kit's code in the learner's kernel: strict conversion of learner values, and deadlines
+on the learner's functions so that a hang costs one deadline, not one per cell."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from autograder import agent, harness
+
+
+def test_agent_converts_learner_values_strictly():
+    assert agent.convert(7, "integer") == 7 and agent.convert(8.0, "integer") == 8
+    for value, kind in [(True, "number"), (7.5, "integer"), ("x", "number")]:
+        with pytest.raises((ValueError, TypeError)):
+            agent.convert(value, kind)
+    reply = agent.execute({"name": "f", "returns": "number"}, None, {"f": lambda: "fast"})
+    assert reply["op"] == "error" and "expected a number" in reply["message"]
+    assert "not defined yet" in agent.execute({"name": "g"}, None, {})["message"]
+
+
+def test_guarded_functions_stop_once_and_then_fail_at_once():
+    def spin():
+        while True:
+            time.sleep(0.01)
+
+    namespace = {"spin": spin, "ok": lambda x: x + 1, "n": 3}
+    agent.guard(namespace, ("spin", "ok", "n", "missing"), 0.3)
+    assert namespace["ok"](1) == 2 and namespace["n"] == 3
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="ran past 0.3 s"):
+        namespace["spin"]()          # a demonstration cell calling it
+    assert time.perf_counter() - start < 2
+    with pytest.raises(RuntimeError, match="not run again"):
+        namespace["spin"]()          # every later cell: at once
+    agent.guard(namespace, ("spin",), 0.3)  # the stub is not wrapped again
+    with pytest.raises(RuntimeError, match="not run again"):
+        namespace["spin"]()
+
+
+def test_inside_a_grader_request_the_request_deadline_governs():
+    namespace = {}
+
+    def slow():
+        time.sleep(0.6)
+        return 1.0
+
+    namespace["slow"] = slow
+    agent.guard(namespace, ("slow",), 0.2)  # shorter than the request's: not used inside it
+    reply = agent.execute({"name": "slow", "returns": "number", "timeout_s": 5}, None, namespace)
+    assert reply == {"op": "result", "value": 1.0}
+    assert not harness.armed()

@@ -1,0 +1,65 @@
+"""The nbgrader glue: what a failed run reports, the grader's verdicts over the kernel's, and
+the kit's tools found without an activated environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import nbgrader_run
+from autograder.report import Result
+from notebooks import released, variant
+
+ALEMBIC_LOG = """[GenerateAssignmentApp | INFO] Copying source/00_measure/00_measure.ipynb
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/nbgrader/api.py", line 37, in get_alembic_version
+    output = sp.check_output(['alembic', '-c', alembic_ini, 'heads'])
+FileNotFoundError: [Errno 2] No such file or directory: 'alembic'
+[GenerateAssignmentApp | ERROR] There was an error processing assignment: 00_measure
+[GenerateAssignmentApp | ERROR] Please see the the above traceback for details
+"""
+
+
+def test_the_cause_is_the_traceback_not_the_banner():
+    assert nbgrader_run.cause(ALEMBIC_LOG) == "FileNotFoundError: [Errno 2] No such file or directory: 'alembic'"
+    assert nbgrader_run.cause("[AutogradeApp | ERROR] Notebook JSON is invalid\n") == \
+        "[AutogradeApp | ERROR] Notebook JSON is invalid"
+    assert nbgrader_run.cause("") == "no output"
+
+
+def test_the_grader_reports_exactly_its_checks_and_flags_over_claims():
+    kernel = [Result("a", 2, 2), Result("b", 1, 1), Result("bonus", 20, 20)]  # bonus: a row the kernel added
+    grader = [Result("a", 2, 2), Result("b", 0, 1, "not confirmed"), Result("c", 0, 2, "did not run")]
+    merged, flags = nbgrader_run.merge(kernel, grader)
+    assert merged == grader and flags == ["b"]
+
+
+def test_tools_come_from_this_interpreter_first():
+    assert nbgrader_run.tool_env()["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+
+
+def test_a_fixed_seed_is_per_student(monkeypatch):
+    monkeypatch.setenv("AUTOGRADER_SEED", "7")
+    a, b = nbgrader_run._seed_env("alice"), nbgrader_run._seed_env("bob")
+    assert a != b and a == nbgrader_run._seed_env("alice")
+    monkeypatch.delenv("AUTOGRADER_SEED")
+    assert nbgrader_run._seed_env("alice") == {}
+
+
+@pytest.mark.slow
+def test_check_runs_through_the_interpreter_without_its_bin_on_path(tmp_path):
+    """An IDE or cron job runs /path/to/venv/bin/python directly: nbgrader must still find alembic."""
+    blank = variant("00_measure", tmp_path / "00_measure.ipynb", base=released("00_measure"), demos=False)
+    bindir = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != bindir)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(blank), "--json"],
+                          env={**os.environ, "PATH": path or "/usr/bin:/bin"}, capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0 and report["error"] == "", proc.stderr[-2000:]
+    assert report["score"] == 0 and report["max_score"] == 14
