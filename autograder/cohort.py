@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from . import nbgrader_run
 from .nbgrader_run import Outcome, SetupError
+from .report import Result
 
 CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "status", "failed_checks", "flags"]
 
@@ -38,14 +39,15 @@ def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
 def grade_one(course: Path, student: str, assignment: str, **limits) -> Outcome:
     """Autograde one submission, protecting everyone else's grades from it."""
     db = course / "gradebook.db"
-    before = nbgrader_run.scores_except(db, student)
+    before = nbgrader_run.protected(db, student)
     backup = nbgrader_run.snapshot(db)
     outcome = nbgrader_run.autograde(course, assignment, student, **limits)
     keep_log(course, outcome)
-    if backup is not None and nbgrader_run.scores_except(db, student) != before:
+    if backup is not None and nbgrader_run.protected(db, student) != before:
         shutil.copy2(backup, db)
-        outcome.results = []
-        outcome.error = "the submission changed the gradebook; it was restored and this submission scores 0"
+        why = "the submission changed the gradebook; it was restored and this submission scores 0"
+        outcome.results = [Result(r.name, 0.0, r.max_score, why) for r in outcome.results]
+        outcome.error = why
     if backup is not None:
         backup.unlink(missing_ok=True)
     return outcome
@@ -82,7 +84,8 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
         outcomes.append(o)
         tqdm.write(f"{student} {a}: {o.score:g}/{o.max_score:g}" + (f"  error: {o.error}" if o.error else "")
                    + (f"  flagged: the kernel reported passes the grader did not confirm: {' '.join(o.flags)}"
-                      if o.flags else ""))
+                      if o.flags else "")
+                   + (f"  ended {len(o.killed)} leftover process(es)" if o.killed else ""))
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
     write_csv(outcomes, csv_path)
     print(f"wrote {csv_path} ({len(outcomes)} submissions)")

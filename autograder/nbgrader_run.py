@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .processes import Leftovers, not_ray
 from .report import Result
 
 KIT_ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +44,7 @@ class Outcome:
     error: str = ""
     flags: list[str] = field(default_factory=list)  # kernel passes the grader did not confirm
     log: str = ""                                   # nbgrader's full output, for --verbose and the log file
+    killed: list[str] = field(default_factory=list)  # processes it left running (not Ray's), ended by the grader
 
     @property
     def score(self) -> float:
@@ -232,18 +234,21 @@ def autograde(course: Path, assignment: str, student: str, *,
     seed = _seed_env(student).get("seed")
     session = Session(assignment, seed=int(seed) if seed else None) if grader_side(assignment) else None
     endpoint = Endpoint(session.serve) if session else None
+    leftovers = Leftovers()
     try:
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
                          f"--Execute.timeout={int(cell_timeout_s)}"], course, timeout_s,
                         env={**endpoint.env, "AUTOGRADER_SEED": ""} if endpoint else None)
     finally:
+        killed = leftovers.end()  # before anything is read back: nothing of it runs on
         if endpoint:
             endpoint.close()
     verdicts = session.seal() if session else []
     results = read_results(course, assignment, student) if proc.returncode != 124 else []
     log = (proc.stderr or "") + (proc.stdout or "") + "".join(
         f"\n[autograder | grader error]\n{f}" for f in (endpoint.failures if endpoint else []))
-    outcome = Outcome(student, assignment, results, log=log)
+    log += "".join(f"\n[autograder | killed after the submission] {c}" for c in killed)
+    outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed))
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode != 0 or not results:
@@ -265,16 +270,20 @@ def snapshot(db: Path) -> Path | None:
     return backup
 
 
-def scores_except(db: Path, student: str) -> list[tuple] | None:
-    """Every other student's grade rows, to prove a submission did not touch them."""
+def protected(db: Path, student: str) -> tuple | None:
+    """What a submission must not change: every other student's grade rows, and the cells
+    every assignment is graded on (a graded cell added from a notebook counts for everyone).
+    None when the database is unreadable."""
     try:
         with sqlite3.connect(db) as con:
             if con.execute("pragma integrity_check").fetchone()[0] != "ok":
                 return None
-            return con.execute(
+            grades = con.execute(
                 "select sa.student_id, g.cell_id, g.auto_score, g.manual_score from grade g "
                 "join submitted_notebook sn on g.notebook_id = sn.id "
                 "join submitted_assignment sa on sn.assignment_id = sa.id "
                 "where sa.student_id != ? order by 1, 2", (student,)).fetchall()
+            cells = con.execute("select * from base_cell order by id").fetchall()
+            return grades, cells
     except sqlite3.Error:
         return None

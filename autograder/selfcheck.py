@@ -60,9 +60,11 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
         print(outcome.log, file=sys.stderr)
     if outcome.error and not as_json:
         print(f"error: {outcome.error}")
+    if outcome.killed and not as_json:
+        print(f"ended {len(outcome.killed)} process(es) the notebook left running: {'; '.join(outcome.killed)}")
     if outcome.flags and not as_json:
         print(f"flagged: the notebook's kernel reported passes the grader did not confirm: {' '.join(outcome.flags)}")
     print_report(outcome.results, as_json=as_json,
                  extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error,
-                        "flags": outcome.flags})
+                        "flags": outcome.flags, "killed": outcome.killed})
     return 1 if outcome.error else 0

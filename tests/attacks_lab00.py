@@ -409,15 +409,7 @@ with sqlite3.connect(course / "gradebook.db") as con:
 )
 
 
-# 6. Known open holes, kept here but not graded in CI ----------------------------------------
-# Both need the grading kernel to run as another user with nothing surviving it (issue 11):
-# a process the notebook detaches outlives the kernel and can rewrite results written after it;
-# a debugger attached to the grader's process (same user) runs code inside it. The second
-# attacks the process that grades, which under pytest is the test run itself.
-
-NOT_GRADED: dict[str, dict] = {}
-
-NOT_GRADED["daemon-rewrites-results"] = _blank(
+ATTACKS["daemon-rewrites-results"] = _blank(
     after={"setup": [FIND_COURSE + '''
 import subprocess, sys
 DAEMON = """# ATTACK-DAEMON: outlives the kernel, waits for the results, then rewrites its own
@@ -445,6 +437,13 @@ subprocess.Popen([sys.executable, "-c", DAEMON, str(course), me, MY_NOTEBOOKS], 
     why="a detached process outlives the kernel and rewrites the learner's row of grades.csv and "
         "gradebook once grading has finished",
 )
+
+# 6. A known open hole, kept here but not graded in CI ----------------------------------------
+# The kernel runs as the same user as the grader, so a debugger attached to the grader's
+# process runs code inside it (issue 11: grade as another user). It attacks the process that
+# grades, which under pytest is the test run itself.
+
+NOT_GRADED: dict[str, dict] = {}
 
 NOT_GRADED["zzz-debugger-in-grader"] = _blank(  # graded last, and its patch undoes itself after one use
     after={"setup": ['''

@@ -19,18 +19,26 @@ def _gradebook(path):
             create table submitted_assignment (id text, assignment_id text, student_id text);
             create table submitted_notebook (id text, assignment_id text, notebook_id text);
             create table grade (id text, notebook_id text, cell_id text, auto_score float, manual_score float);
+            create table base_cell (id text, name text, notebook_id text, type text);
+            insert into base_cell values ('c1', 'test-a', 'n', 'GradeCell');
             insert into submitted_assignment values ('sa1', 'a', 'alice'), ('sa2', 'a', 'bob');
             insert into submitted_notebook values ('sn1', 'sa1', 'n'), ('sn2', 'sa2', 'n');
             insert into grade values ('g1', 'sn1', 'c1', 2, null), ('g2', 'sn2', 'c1', 1, null);
         """)
 
 
-def test_scores_except_reads_the_real_schema(tmp_path):
+ALICE = ([("alice", "c1", 2.0, None)], [("c1", "test-a", "n", "GradeCell")])
+
+
+def test_protected_rows_read_the_real_schema(tmp_path):
     db = tmp_path / "gradebook.db"
     _gradebook(db)
-    assert nbgrader_run.scores_except(db, "bob") == [("alice", "c1", 2.0, None)]
+    assert nbgrader_run.protected(db, "bob") == ALICE
+    with sqlite3.connect(db) as con:  # a graded cell added from a notebook changes them too
+        con.execute("insert into base_cell values ('c2', 'test-bonus', 'n', 'GradeCell')")
+    assert nbgrader_run.protected(db, "bob") != ALICE
     db.write_bytes(b"not a database")
-    assert nbgrader_run.scores_except(db, "bob") is None
+    assert nbgrader_run.protected(db, "bob") is None
 
 
 def test_a_submission_that_damages_the_gradebook_is_undone(tmp_path, monkeypatch):
@@ -45,7 +53,7 @@ def test_a_submission_that_damages_the_gradebook_is_undone(tmp_path, monkeypatch
     monkeypatch.setattr(nbgrader_run, "autograde", hostile)
     outcome = cohort.grade_one(tmp_path, "bob", "a")
     assert outcome.score == 0 and "changed the gradebook" in outcome.error
-    assert nbgrader_run.scores_except(db, "bob") == [("alice", "c1", 2.0, None)]
+    assert nbgrader_run.protected(db, "bob") == ALICE
     assert not db.with_name("gradebook.db.bak").exists()
 
 

@@ -63,3 +63,18 @@ def test_check_runs_through_the_interpreter_without_its_bin_on_path(tmp_path):
     report = json.loads(proc.stdout)
     assert proc.returncode == 0 and report["error"] == "", proc.stderr[-2000:]
     assert report["score"] == 0 and report["max_score"] == 14
+
+
+def test_processes_a_submission_leaves_are_ended(tmp_path):
+    """A detached daemon (new session, parent gone) is found through the subreaper and killed."""
+    from autograder.processes import Leftovers, descendants
+
+    leftovers = Leftovers()
+    if not leftovers.enabled:
+        pytest.skip("no PR_SET_CHILD_SUBREAPER here")
+    subprocess.run([sys.executable, "-c", "import subprocess, sys; subprocess.Popen([sys.executable, '-c', "
+                    "'import time; time.sleep(600)'], start_new_session=True)"], check=True)
+    assert descendants(skip=leftovers.before)  # adopted by this process, not by init
+    killed = leftovers.end()
+    assert len(killed) == 1 and "time.sleep(600)" in killed[0]
+    assert not descendants(skip=leftovers.before)

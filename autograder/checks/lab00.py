@@ -125,9 +125,9 @@ class BatchModel:
     best batch size is exactly that capacity.
     """
 
-    def __init__(self, session: Session, salt: int):
+    def __init__(self, session: Session, salt: int, avoid: int | None = None):
         rng = session.rng(salt)
-        self.best = rng.choice(CANDIDATES[1:4])
+        self.best = rng.choice([n for n in CANDIDATES[1:5] if n != avoid])
         self.overhead = rng.uniform(0.001, 0.002)
         self.per_item = self.overhead / self.best
 
@@ -153,14 +153,19 @@ def _choice(session: Session, run) -> int:
 
 @register(LAB, "batch-model", 2, grader_side=True)
 def batch_model(session):
-    """On a seeded cost model the sweep must find the known best batch size."""
-    model = BatchModel(session, 5)
-    got = _choice(session, model)
-    if got != model.best:
-        rate = lambda n: n / model.seconds(n)  # noqa: E731
-        raise AssertionError(
-            f"best_batch_size returned {got}; on this cost model the best of "
-            f"{list(CANDIDATES)} is {model.best} ({rate(model.best):,.0f} items/s vs {rate(got):,.0f} for yours)")
+    """On two seeded cost models with different best sizes, the sweep must find both.
+
+    Two models, so that no fixed answer can be right by luck.
+    """
+    first = BatchModel(session, 5)
+    second = BatchModel(session, 8, avoid=first.best)
+    for model in (first, second):
+        got = _choice(session, model)
+        if got != model.best:
+            rate = lambda n: n / model.seconds(n)  # noqa: E731
+            raise AssertionError(
+                f"best_batch_size returned {got}; on this cost model the best of {list(CANDIDATES)} is "
+                f"{model.best} ({rate(model.best):,.0f} items/s vs {rate(got):,.0f} for yours)")
 
 
 class KernelRun:

@@ -1,0 +1,121 @@
+"""Nothing a submission starts outlives it: find and end every process it left behind.
+
+The grader makes itself a *child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``): a process that
+a submission's kernel starts and then abandons -- a detached daemon, Ray's processes after a
+killed kernel -- is re-parented to the grader instead of to init, so it stays among the
+grader's descendants. :class:`Leftovers` records those descendants before a submission and
+ends the new ones after it (SIGKILL: a submission's processes get no say), reaping them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (Linux only); whether it worked."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process this user can see."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            out[int(stat.parent.name)] = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def descendants(pid: int | None = None, *, skip: set[int] = frozenset()) -> set[int]:
+    """Every live descendant of ``pid`` (default: this process), not looking below ``skip``.
+
+    Processes in ``skip`` (and whatever they start) are left out: what already ran before a
+    submission -- the test suite's own Ray, say -- is not the submission's.
+    """
+    pid = os.getpid() if pid is None else pid
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found and child not in skip:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:80] or "?"
+
+
+class Leftovers:
+    """Processes that appear among this process's descendants during one submission."""
+
+    def __init__(self):
+        self.enabled = become_subreaper()
+        self.before = descendants() if self.enabled else set()
+
+    def end(self, settle_s: float = 2.0) -> list[str]:
+        """Kill every descendant that was not there before; the command lines of those killed.
+
+        Repeats until none is left (a process may fork while being killed), for at most
+        ``settle_s`` seconds, and reaps the ones re-parented to this process.
+        """
+        if not self.enabled:
+            return []
+        killed: dict[int, str] = {}
+        deadline = time.monotonic() + settle_s
+        while True:
+            new = {p for p in descendants(skip=self.before) if not _zombie(p)}
+            if not new or time.monotonic() > deadline:
+                break
+            for pid in new:
+                killed.setdefault(pid, _command(pid))
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+            _reap(killed)
+        _reap(killed)
+        return sorted(set(killed.values()))
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _reap(pids) -> None:
+    """Collect the exit status of those of ``pids`` that are (now) this process's children."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+
+def not_ray(commands: list[str]) -> list[str]:
+    """The commands that are not Ray's own processes (an idle worker often outlives its driver
+    by a moment; that is Ray's normal shutdown, not the submission's doing)."""
+    return [c for c in commands if "ray::" not in c and "/ray/" not in c]
