@@ -25,14 +25,13 @@ def released(lab: str) -> Path:
 
 def variant(lab: str, dest: Path, *, replace: dict[str, str] | None = None,
             after: dict[str, list[str]] | None = None, base: Path | None = None,
-            demos: bool = True, before_tests: str | None = None) -> Path:
+            demos: bool = True) -> Path:
     """Write ``dest``: the solution (or ``base``) with cells replaced or code cells added.
 
     ``replace`` maps a grade_id to new source; ``after`` maps a grade_id to sources of plain
-    code cells to insert after it; ``before_tests`` is the source of a plain code cell to
-    insert before every graded test cell. ``demos=False`` first drops the lesson's
-    demonstration cells (code cells nbgrader does not track): a bad-submission test needs the
-    graded work, not the plots, and each dropped cell saves CI time.
+    code cells to insert after it. ``demos=False`` first drops the lesson's demonstration
+    cells (code cells nbgrader does not track): a bad-submission test needs the graded work,
+    not the plots, and each dropped cell saves CI time.
     """
     nb = nbformat.read(base or solution(lab), as_version=4)
     if not demos:
@@ -43,8 +42,6 @@ def variant(lab: str, dest: Path, *, replace: dict[str, str] | None = None,
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if gid in replace:
             cell.source = replace.pop(gid)
-        if before_tests and str(gid).startswith("test-"):
-            cells.append(nbformat.v4.new_code_cell(before_tests))
         cells.append(cell)
         for src in after.pop(gid, []):
             cells.append(nbformat.v4.new_code_cell(src))

@@ -57,17 +57,10 @@ def test_labs_are_generated_from_solutions(tmp_path):
             f"labs/{lab} is stale: run `nbgrader generate_assignment {lab} --force` and commit labs/")
 
 
-# Learners call ray.shutdown() to "clean up". In these labs the solution is graded with it
-# before every graded cell, after the other labs' gradings in this same process (issue 15).
-SHUTDOWN_BEFORE_TESTS = {"01_actor_scaling", "02_restart_recovery"}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", THROUGH_NBGRADER)
-def test_solution_gets_full_marks(lab, tmp_path):
+def test_solution_gets_full_marks(lab):
     notebook = solution(lab)
-    if lab in SHUTDOWN_BEFORE_TESTS:
-        notebook = variant(lab, tmp_path / f"{lab}.ipynb", before_tests="import ray\nray.shutdown()")
     outcome = selfcheck.grade_notebook(notebook, lab, cell_timeout_s=300)
     assert not outcome.error
     failed = {r.name: r.message for r in outcome.results if not r.passed}
