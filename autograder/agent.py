@@ -26,10 +26,6 @@ from typing import Any, Callable
 
 from . import harness
 
-# What the grader may ask a value to be converted to, in the learner's process.
-RETURNS = ("number", "integer", "array", "none")
-
-
 def _main_namespace() -> dict:
     import __main__
 

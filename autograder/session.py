@@ -186,18 +186,10 @@ class Session:
         return random.Random(self.seed * 1000 + salt)
 
     def memo(self, key, measure: Callable[[], Any]):
-        """Run ``measure()`` once per key and remember the result -- or the AssertionError.
+        """Run ``measure()`` once per key in this run (tiers share one measurement)."""
+        from .harness import memo
 
-        Tiered checks share one measurement: each tier calls this with the same key.
-        """
-        if key not in self._memo:
-            try:
-                self._memo[key] = measure()
-            except AssertionError as exc:
-                self._memo[key] = exc
-        if isinstance(self._memo[key], AssertionError):
-            raise self._memo[key]
-        return self._memo[key]
+        return memo(self._memo, key, measure)
 
     def run(self, name: str) -> Result:
         """The verdict of check ``name``: measured the first time it is asked for, then kept."""

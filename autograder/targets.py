@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 # The longest the grader lets one call of learner code run. A safety limit, not a target;
 # instructors (and the test suite) may lower it with AUTOGRADER_CALL_TIMEOUT_S.
-CALL_TIMEOUT_S = float(os.environ.get("AUTOGRADER_CALL_TIMEOUT_S", "60"))
-
-
 def call_timeout_s() -> float:
     """The limit on one call of learner code, read when a grading run starts."""
     return float(os.environ.get("AUTOGRADER_CALL_TIMEOUT_S", "60"))
+
+
+CALL_TIMEOUT_S = call_timeout_s()  # labs whose checks still run in the kernel read it at import
 
 
 @dataclass(frozen=True)
