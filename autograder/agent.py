@@ -44,9 +44,7 @@ def _plain_arg(value):
 
 
 def _proxy(spec, callback: Callable[[int, list], Any]):
-    """A plain argument as is; a callback spec as a callable that asks the grader."""
-    if not (isinstance(spec, dict) and "callback" in spec):
-        return spec
+    """A callback spec as a callable that asks the grader."""
     cid, deferred = spec["callback"], bool(spec.get("deferred"))
 
     def call(*args):
@@ -62,10 +60,71 @@ def _proxy(spec, callback: Callable[[int, list], Any]):
     return call
 
 
+_stash: dict[str, Any] = {}      # values a request asked to keep, for later requests
+_handles: dict[str, Any] = {}    # actor handles the grader forwarded, by their serialized form
+
+
+def _handle(blob: str):
+    """An actor handle from its serialized form (the reference process made it)."""
+    import base64
+
+    import ray
+
+    key = f"{ray.get_runtime_context().get_job_id()}:{blob}"
+    if key not in _handles:
+        _handles[key] = ray.cloudpickle.loads(base64.b64decode(blob))
+    return _handles[key]
+
+
+def _arg(spec, callback: Callable[[int, list], Any], namespace: dict):
+    """One argument of a request: plain JSON as is, or what a spec stands for.
+
+    ``{"callback": i}`` a grader-side callable; ``{"learner": name}`` the namespace's object;
+    ``{"stashed": key}`` a value an earlier request kept; ``{"handles": [...]}`` actor handles
+    of the grader's fleet; ``{"jobs": [[index, seconds, token, seal], ...]}`` emulated-GPU jobs.
+    """
+    if not isinstance(spec, dict):
+        return spec
+    if "callback" in spec:
+        return _proxy(spec, callback)
+    if "learner" in spec:
+        name = str(spec["learner"])
+        if name not in namespace:
+            raise NameError(f"{name} is not defined yet: run its cell first")
+        return namespace[name]
+    if "stashed" in spec:
+        return _stash[str(spec["stashed"])]
+    if "handles" in spec:
+        from course import cluster
+
+        cluster.start()
+        return [_handle(str(b)) for b in spec["handles"]]
+    if "jobs" in spec:
+        from course import fleet
+
+        return [fleet.Job(int(i), float(sec), int(tok), str(seal)) for i, sec, tok, seal in spec["jobs"]]
+    return spec
+
+
+def _target(name: str, namespace: dict):
+    """What a request names: a kit step (``kit.<step>``) or the namespace's object."""
+    if name.startswith("kit."):
+        from .routines import STEPS
+
+        return functools.partial(STEPS[name[4:]])  # a fresh callable: a hang is not remembered across steps
+    if name not in namespace:
+        raise NameError(f"{name} is not defined yet: run its cell first")
+    return namespace[name]
+
+
 def convert(value, returns: str):
     """The learner's return value as plain JSON of the requested kind (ValueError if not)."""
     if returns == "none":
         return None
+    if returns == "string":
+        if not isinstance(value, str):
+            raise ValueError
+        return value
     if returns == "number":
         if isinstance(value, bool):
             raise ValueError
@@ -85,6 +144,14 @@ def convert(value, returns: str):
 
         array = np.asarray(backend.to_host(value), dtype=np.float64)
         return {"shape": list(array.shape), "data": array.ravel().tolist()}
+    if returns in ("integers", "arrays", "strings"):
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__"):
+            raise ValueError
+        if returns == "strings":
+            if not all(isinstance(v, str) for v in value):
+                raise ValueError
+            return list(value)
+        return [convert(v, returns[:-1]) for v in value]
     raise ValueError(f"unknown conversion {returns!r}")
 
 
@@ -99,6 +166,8 @@ def _then_ray_get(value, what: str, timeout_s: float):
 
 def _stop_hung(namespace: dict, name: str, timeout_s: float) -> None:
     """After a hang, later cells calling ``name`` fail at once instead of hanging again."""
+    if name.startswith("kit."):
+        return
 
     def stopped(*args, **kwargs):  # noqa: ARG001
         raise RuntimeError(f"{name} was stopped by the grader after running past {timeout_s:g} s; "
@@ -146,15 +215,16 @@ def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict
     timeout_s = float(request.get("timeout_s", 60))
     returns = request.get("returns", "none")
     namespace = _main_namespace() if namespace is None else namespace
-    if name not in namespace:
-        return {"op": "error", "message": f"{name} is not defined yet: run its cell first"}
-    fn = namespace[name]
+    try:
+        fn = _target(name, namespace)
+    except (NameError, KeyError) as exc:
+        return {"op": "error", "message": str(exc).strip("'")}
     try:
         if request.get("prepare") == "ray":
             from course import cluster
 
             cluster.start()  # again: the notebook may have shut Ray down
-        args = [_proxy(a, callback) for a in request.get("args", [])]
+        args = [_arg(a, callback, namespace) for a in request.get("args", [])]
         value = harness.call(fn, *args, what=what, timeout_s=timeout_s)
         if request.get("then") == "ray_get":
             value = _then_ray_get(value, what, timeout_s)
@@ -166,6 +236,11 @@ def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict
         _stop_hung(namespace, name, timeout_s)
         return {"op": "error", "hung": True,
                 "message": f"{what} did not finish within {timeout_s:g} s and was interrupted"}
+    except Exception as exc:  # setting up the arguments failed (e.g. Ray is down)
+        return {"op": "error", "message": f"{what} could not start: {type(exc).__name__}: {exc}"[:500]}
+    if request.get("keep"):
+        _stash[str(request["keep"])] = value
+        return {"op": "result", "value": None}
     try:  # conversion may run the learner's __float__ or __array__: under a deadline too
         with harness.deadline(timeout_s):
             plain = convert(value, returns)
@@ -177,7 +252,8 @@ def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict
 
 def _expected(returns: str) -> str:
     return {"number": "a number", "integer": "a whole number", "array": "an array of numbers",
-            "none": "nothing"}.get(returns, returns)
+            "integers": "a list of whole numbers", "arrays": "a list of arrays of numbers",
+            "strings": "a list of strings", "string": "a string", "none": "nothing"}.get(returns, returns)
 
 
 # -- the kernel's end of a graded check ----------------------------------------------------
@@ -195,21 +271,25 @@ def _connection():
     return _conn
 
 
-def grade(name: str) -> None:
-    """Ask the grader to run check ``name`` and serve its requests until it gives a verdict.
+_local: tuple | None = None  # (the learner objects it measured, the session)
 
-    What this cell shows (pass, or an AssertionError with the grader's reason) is only the
-    kernel's copy of the verdict: the score the instructor records is the grader's own.
-    Outside a grading run (no grader in the environment) the checks run in this kernel.
-    """
-    conn = _connection()
-    if conn is None:
-        from . import session
 
-        result = session.local().run(name)
-        if not result.passed:
-            raise AssertionError(result.message)
-        return
+def _local_session():
+    """The in-kernel session for hidden cells run outside grading: one per lab, so that the
+    tiers of one measurement share it, and a fresh one once a graded function was redefined."""
+    global _local
+    from . import _lab, session
+    from .checks import learner_names
+
+    namespace = _main_namespace()
+    measured = (_lab, tuple(id(namespace.get(n)) for n in learner_names(_lab))) if _lab else None
+    if _local is None or _local[0] != measured:
+        _local = (measured, session.local())
+    return _local[1]
+
+
+def callback_for(conn) -> Callable[[int, list], Any]:
+    """How code on this side calls a grader's callback: ask over ``conn``, wait for the value."""
     from .channel import recv, send
 
     def callback(cid, args):
@@ -219,6 +299,25 @@ def grade(name: str) -> None:
             raise RuntimeError(str(reply.get("message")))
         return reply.get("value")
 
+    return callback
+
+
+def grade(name: str) -> None:
+    """Ask the grader to run check ``name`` and serve its requests until it gives a verdict.
+
+    What this cell shows (pass, or an AssertionError with the grader's reason) is only the
+    kernel's copy of the verdict: the score the instructor records is the grader's own.
+    Outside a grading run (no grader in the environment) the checks run in this kernel.
+    """
+    conn = _connection()
+    if conn is None:
+        result = _local_session().run(name)
+        if not result.passed:
+            raise AssertionError(result.message)
+        return
+    from .channel import recv, send
+
+    callback = callback_for(conn)
     send(conn, {"op": "check", "name": name})
     while True:
         message = recv(conn)

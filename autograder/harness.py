@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import signal
 import sys
 import threading
@@ -121,7 +122,10 @@ def memo(cache: dict, key, measure):
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    cause = getattr(exc, "cause", None)  # a Ray task's error: what the task raised, not Ray's header
+    if isinstance(cause, BaseException) and cause is not exc:
+        return f"{type(exc).__name__} from {_one_line(cause)}"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines()  # Ray colours its messages
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 

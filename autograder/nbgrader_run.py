@@ -236,10 +236,12 @@ def autograde(course: Path, assignment: str, student: str, *,
     endpoint = Endpoint(session.serve) if session else None
     leftovers = Leftovers()
     try:
+        env = {**endpoint.env, **session.start(), "AUTOGRADER_SEED": ""} if session else None
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
-                         f"--Execute.timeout={int(cell_timeout_s)}"], course, timeout_s,
-                        env={**endpoint.env, "AUTOGRADER_SEED": ""} if endpoint else None)
+                         f"--Execute.timeout={int(cell_timeout_s)}"], course, timeout_s, env=env)
     finally:
+        if session:
+            session.close()  # the reference process and the lab's Ray, before the leftovers are counted
         killed = leftovers.end()  # before anything is read back: nothing of it runs on
         if endpoint:
             endpoint.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import secrets
 import signal
 import threading
 from dataclasses import dataclass
@@ -42,6 +43,30 @@ class Callback:
     name: str = "fn"
 
 
+def named(name: str) -> dict:
+    """An argument that stands for the object called ``name`` on the other side (a class, a function)."""
+    return {"learner": name}
+
+
+def stashed(key: str) -> dict:
+    """An argument that stands for what an earlier request kept under ``key`` (``keep=key``)."""
+    return {"stashed": key}
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_array(v) -> bool:
+    return (isinstance(v, dict) and isinstance(v.get("shape"), list) and isinstance(v.get("data"), list)
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v["shape"])
+            and math.prod(v["shape"]) == len(v["data"]) and all(_is_number(x) for x in v["data"]))
+
+
+def _is_integer(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def plain(value, returns: str, what: str):
     """A value from the kernel, checked to be exactly the plain kind asked for.
 
@@ -50,13 +75,13 @@ def plain(value, returns: str, what: str):
     """
     ok = {
         "none": lambda v: v is None,
-        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "array": lambda v: (isinstance(v, dict) and isinstance(v.get("shape"), list)
-                            and isinstance(v.get("data"), list)
-                            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v["shape"])
-                            and math.prod(v["shape"]) == len(v["data"])
-                            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v["data"])),
+        "number": _is_number,
+        "integer": _is_integer,
+        "array": _is_array,
+        "integers": lambda v: isinstance(v, list) and all(_is_integer(x) for x in v),
+        "arrays": lambda v: isinstance(v, list) and all(_is_array(x) for x in v),
+        "strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "string": lambda v: isinstance(v, str),
     }[returns]
     if not ok(value):
         raise AssertionError(f"{what}: the kernel sent back a value that is not {returns}")
@@ -75,11 +100,14 @@ class Learner:
         self.pending: dict | None = None  # a check request that arrived while a call was open
 
     def call(self, name: str, *args, what: str, returns: str = "none", timeout_s: float = 60.0,
-             prepare: str | None = None, then: str | None = None):
+             prepare: str | None = None, then: str | None = None, keep: str | None = None):
         """``name(*args)`` in the learner's kernel; its return value as plain JSON.
 
-        Raises ``AssertionError`` with a one-line reason when the learner's code fails, hangs
-        or returns the wrong kind of value.
+        ``name`` is a learner object or a kit step (``kit.<step>``, :mod:`autograder.routines`);
+        arguments are plain JSON, :class:`Callback` s, or specs (:func:`named`, :func:`stashed`).
+        ``keep``: keep the value on the other side under that key (for a later :func:`stashed`)
+        instead of sending it back. Raises ``AssertionError`` with a one-line reason when the
+        learner's code fails, hangs or returns the wrong kind of value.
         """
         if name in self.hung:
             raise AssertionError(f"{what} was already stopped once for running past "
@@ -87,8 +115,8 @@ class Learner:
         if self.broken:
             raise AssertionError(self.broken)
         callbacks = [a for a in args if isinstance(a, Callback)]
-        request = {"op": "call", "name": name, "what": what, "returns": returns,
-                   "timeout_s": timeout_s, "prepare": prepare, "then": then,
+        request = {"op": "call", "name": name, "what": what, "returns": "none" if keep else returns,
+                   "timeout_s": timeout_s, "prepare": prepare, "then": then, "keep": keep,
                    "args": [{"callback": callbacks.index(a), "deferred": a.deferred, "name": a.name}
                             if isinstance(a, Callback) else a for a in args]}
         wait_s = timeout_s * (2 if then else 1) + GRACE_S
@@ -99,7 +127,15 @@ class Learner:
             raise AssertionError(str(reply.get("message"))[:500])
         if reply.get("op") != "result":
             raise AssertionError(self._break("the kernel answered out of turn"))
-        return plain(reply.get("value"), returns, what)
+        return plain(reply.get("value"), "none" if keep else returns, what)
+
+    def timed(self, name: str, *args, **kwargs) -> tuple[float, Any]:
+        """(seconds on the grader's clock, value) of one :meth:`call`."""
+        from .harness import perf_counter
+
+        start = perf_counter()
+        value = self.call(name, *args, **kwargs)
+        return perf_counter() - start, value
 
     def _local(self, request: dict, callbacks: list[Callback]) -> dict:
         from . import agent
@@ -176,10 +212,72 @@ class Session:
             int(env_seed) if env_seed else random.SystemRandom().randrange(2**31))
         self.call_timeout_s = call_timeout_s()  # read now: instructors and tests set it per run
         self.learner = learner or Learner()
+        self.key = secrets.token_bytes(32)  # seals the grader's jobs (course.fleet.seal)
         self.verdicts: dict[str, Result] = {}
         self._memo: dict = {}
         self._lock = threading.Lock()
         self._sealed = False
+        self._process = None  # the reference process, while grading
+
+    def start(self) -> dict[str, str]:
+        """Start what grading this lab needs before the kernel runs; the kernel's extra environment.
+
+        Labs whose checks use Ray get a reference process that starts the lab's Ray; the
+        kernel joins it (``RAY_ADDRESS`` and this Ray's own token). Other labs need nothing.
+        """
+        from .checks import needs_ray
+        from .reference_process import ReferenceProcess
+
+        if not needs_ray(self.lab):
+            return {}
+        self._process = ReferenceProcess(self.lab, ray=True)
+        return dict(self._process.ray_env)
+
+    def close(self) -> None:
+        """Stop the reference process (and the lab's Ray with it)."""
+        if self._process is not None:
+            self._process.close()
+            self._process = None
+
+    @property
+    def reference(self) -> Learner:
+        """The reference implementations, called like the learner's: in their own process while
+        grading, in this process otherwise."""
+        if self._process is not None:
+            return self._process.remote
+        if self._reference is None:
+            from .reference_process import namespace
+
+            self._reference = Learner(namespace=namespace(self.lab))
+        return self._reference
+
+    _reference: Learner | None = None
+
+    def side_by_side(self, learner: Callable[[], float], reference: Callable[[], float], *, rounds: int,
+                     stop_below: float = 0.0):
+        """The learner's rate over the reference's, measured interleaved on the grader's clock.
+
+        ``learner()`` and ``reference()`` each run one round of the same work (fresh inputs,
+        prepared outside the clock) and return the seconds its timed part took. The kit's one
+        rule, as :func:`course.bench.compare`: rounds alternate who goes first, and the ratio
+        is the median of the per-round ratios. A warm-up round goes first; when its ratio is
+        below ``stop_below`` (far under every tier) that is the answer, so a slow submission
+        is not timed over and over.
+        """
+        from course.bench import Comparison, Measurement
+
+        warm = reference() / learner()
+        if warm < stop_below:
+            return Comparison(Measurement([]), Measurement([]), [warm])
+        mine, ref = [], []
+        for r in range(rounds):
+            if r % 2 == 0:
+                mine.append(learner())
+                ref.append(reference())
+            else:
+                ref.append(reference())
+                mine.append(learner())
+        return Comparison(Measurement(mine), Measurement(ref), [b / a for a, b in zip(mine, ref)])
 
     def rng(self, salt: int) -> random.Random:
         """This run's random stream number ``salt`` (same seed, same stream)."""

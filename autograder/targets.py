@@ -58,7 +58,6 @@ class Lab01:
     trivial_calls: int = 160              # calls per trivial-call measurement
     fit_tolerance: float = 0.25           # fit_overhead recovers a seeded overhead within ±25 % ...
     fit_noise: float = 0.05               # ... from synthetic trivial-call rates with ±5 % seeded noise
-    call_timeout_s: float = CALL_TIMEOUT_S  # one call of learner code
     start_timeout_s: float = 120.0        # actors to start
 
 

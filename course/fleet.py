@@ -7,18 +7,19 @@
   that each own one device: ``num_gpus=1, num_cpus=0`` on a GPU or a logical GPU, or one CPU
   for a real kernel on a CPU-only machine.
 * :class:`EmulatedGPU` is an actor standing in for one GPU: each call sleeps for the job's
-  kernel duration (:func:`course.kernels.emulated`) -- a stand-in, not GPU work -- and logs,
-  with its own clock, how long it was busy. :func:`emulated` keeps one such fleet per
-  process, so a notebook and its grader share the actors instead of starting them twice.
-* :func:`busy_seconds` and :func:`concurrency` read those logs: how many actors were busy
-  on average while a driver ran, measured from inside the actors.
+  kernel duration (:func:`course.kernels.emulated`) -- a stand-in, not GPU work.
+  :func:`emulated` keeps one such fleet per process for the lessons.
+* :func:`armed` is a grader's own fleet: its GPUs run only jobs the grader sealed
+  (:func:`seal`) and answer with receipts (:func:`receipt`) no driver can forge, so the
+  grader knows from results alone that every job ran on a GPU for its full duration.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import random
-import time
 from dataclasses import dataclass
 
 from . import backend, cluster, kernels
@@ -32,6 +33,14 @@ import ray  # noqa: E402
 
 EMULATED_RESOURCE = "emulated_gpu"  # the emulated fleet's resource on a machine with real GPUs
 MAX_SIZE = 16                       # logical GPUs per machine, at most
+GRADER_RESOURCE = "autograder_gpu"  # a grader's emulated GPUs, apart from the ones a notebook holds
+# glibc adapts when it maps large arrays fresh from the OS (paying page faults) to what a
+# process has freed before, so a NumPy kernel's speed depends on the process's history:
+# measured on a 2-core machine, 16 batches of 64 images took 41 ms in one fresh process
+# and 12 ms with the thresholds fixed, and two identical actors differed 2x in 2 of 8 runs.
+# Actors that are measured against each other get these fixed thresholds (glibc's own
+# tunables, ``man mallopt``), so the comparison measures the code, not the allocator.
+STEADY_ALLOCATOR = {"MALLOC_MMAP_THRESHOLD_": str(64 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(128 * 2**20)}
 
 
 def size() -> int:
@@ -55,8 +64,8 @@ def start(n_emulated: int | None = None) -> cluster.ClusterInfo:
     """Start (or join) Ray with a fleet of ``n_emulated`` emulated GPUs (default :func:`size`)."""
     n = n_emulated or size()
     if backend.on_gpu():
-        return cluster.start(num_gpus=real_devices(), resources={EMULATED_RESOURCE: n})
-    return cluster.start(num_gpus=n)
+        return cluster.start(num_gpus=real_devices(), resources={EMULATED_RESOURCE: n, GRADER_RESOURCE: n})
+    return cluster.start(num_gpus=n, resources={GRADER_RESOURCE: n})
 
 
 def emulated_options() -> dict:
@@ -70,11 +79,13 @@ def device_options(*, reserve: bool = True) -> dict:
     """Actor options for a real kernel: one GPU with CuPy, one CPU core with NumPy.
 
     ``reserve=False`` asks for (almost) nothing, so actors a notebook left running cannot
-    keep these from starting; the grader uses it, and measures one actor at a time.
+    keep these from starting, and runs the actor with :data:`STEADY_ALLOCATOR`; the grader
+    uses it, and measures one actor at a time.
     """
+    steady = {} if reserve else {"runtime_env": {"env_vars": STEADY_ALLOCATOR}}
     if backend.on_gpu():
-        return {"num_cpus": 0, "num_gpus": 1 if reserve else 0.01}
-    return {"num_cpus": 1 if reserve else 0, "num_gpus": 0}
+        return {"num_cpus": 0, "num_gpus": 1 if reserve else 0.01, **steady}
+    return {"num_cpus": 1 if reserve else 0, "num_gpus": 0, **steady}
 
 
 def start_actors(cls, n: int, *args, options: dict | None = None, timeout_s: float = 120.0,
@@ -105,17 +116,21 @@ def release(actors) -> None:
         except Exception:
             pass
     ids = {a._actor_id for a in actors}
-    if _fleet is not None and any(a._actor_id in ids for a in _fleet[1]):
+    if _fleet is not None and any(a._actor_id in ids for a in _fleet):
         _fleet = None
 
 
 @dataclass(frozen=True)
 class Job:
-    """One call's worth of work for an emulated GPU: sleep ``seconds``, return ``token``."""
+    """One call's worth of work for an emulated GPU: sleep ``seconds``, return ``token``.
+
+    ``seal`` is empty for the jobs a lesson makes; a grader's jobs carry one (see :func:`seal`).
+    """
 
     index: int
     seconds: float
     token: int
+    seal: str = ""
 
 
 def jobs(count: int, seconds: float, seed: int = 0, *, jitter: float = 0.0) -> list[Job]:
@@ -125,68 +140,72 @@ def jobs(count: int, seconds: float, seed: int = 0, *, jitter: float = 0.0) -> l
             for i in range(count)]
 
 
+def seal(key: bytes, token: int, seconds: float) -> str:
+    """The grader's seal on a job: an armed emulated GPU runs only jobs whose seal matches, so
+    a driver cannot shorten a job's kernel (``dataclasses.replace(job, seconds=0)``)."""
+    return hmac.new(key, f"job:{int(token)}:{float(seconds)!r}".encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def receipt(key: bytes, token: int) -> int:
+    """What an armed emulated GPU returns for a job it ran: only it (and the grader) can make it."""
+    return int(hmac.new(key, f"done:{int(token)}".encode(), hashlib.sha256).hexdigest()[:15], 16)
+
+
 class EmulatedGPU:
     """One emulated GPU: ``process(job)`` sleeps the job's kernel time and returns its token.
 
     The sleep is :func:`course.kernels.emulated` -- it stands in for a kernel of known
-    duration and uses no compute, so a fleet of them fits on a laptop. Every call is logged
-    with the actor's own clock: ``(token, seconds busy)``.
+    duration and uses no compute, so a fleet of them fits on a laptop.
+
+    A grader *arms* its own fleet with a key (:meth:`arm`, once): an armed GPU refuses jobs
+    without the grader's :func:`seal` and returns a :func:`receipt` instead of the token, so
+    a result can only come from a job this GPU really ran, for as long as the job asked.
     """
 
     def __init__(self):
-        self._log: list[tuple[int, float]] = []
+        self._key: bytes | None = None
         self._kernels: dict[float, object] = {}
 
+    def arm(self, key_hex: str) -> None:
+        if self._key is not None:
+            raise RuntimeError("this emulated GPU is already armed")
+        self._key = bytes.fromhex(key_hex)
+
     def process(self, job):
+        if self._key is not None and not hmac.compare_digest(str(job.seal), seal(self._key, job.token, job.seconds)):
+            raise ValueError(f"job {job.index} was changed after the grader made it (its seal does not match)")
         kernel = self._kernels.get(job.seconds)
         if kernel is None:
             kernel = self._kernels[job.seconds] = kernels.emulated(job.seconds)
-        start = time.perf_counter()
         if job.seconds > 0:
             kernel()
-        self._log.append((job.token, time.perf_counter() - start))
-        return job.token
-
-    def drain_log(self) -> list[tuple[int, float]]:
-        """The calls logged since the last drain, and forget them."""
-        log, self._log = self._log, []
-        return log
+        return job.token if self._key is None else receipt(self._key, job.token)
 
 
-_GENUINE = EmulatedGPU   # what the fleet cache accepts (captured at import)
-_fleet: tuple | None = None  # (class, actors) of this process's emulated fleet
+_fleet: list | None = None  # this process's emulated fleet (lessons)
 
 
 def emulated(n: int | None = None, *, timeout_s: float = 120.0) -> list:
-    """This process's fleet of emulated GPUs (the first ``n``; started on first use).
-
-    Started once and shared: the notebook and the grader use the same actors. Their logs
-    are drained before they are handed out.
-    """
+    """This process's fleet of emulated GPUs (the first ``n``; started on first use, then kept)."""
     global _fleet
     want = n or size()
-    if _fleet is not None and _fleet[0] is _GENUINE and len(_fleet[1]) >= want:
-        actors = _fleet[1]
+    if _fleet is not None and len(_fleet) >= want:
         try:
-            ray.get([a.drain_log.remote() for a in actors], timeout=timeout_s)
-            return actors[:want]
+            ray.get([a.__ray_ready__.remote() for a in _fleet], timeout=timeout_s)
+            return _fleet[:want]
         except Exception:  # an actor died, or Ray restarted: start again
             _fleet = None
-    actors = start_actors(_GENUINE, max(want, size()), options=emulated_options(), timeout_s=timeout_s)
-    _fleet = (_GENUINE, actors)
-    return actors[:want]
+    _fleet = start_actors(EmulatedGPU, max(want, size()), options=emulated_options(), timeout_s=timeout_s)
+    return _fleet[:want]
 
 
-def drain(actors) -> list[list[tuple[int, float]]]:
-    """Each emulated GPU's log since the last drain."""
-    return ray.get([a.drain_log.remote() for a in actors])
+def armed(n: int, key: bytes, *, timeout_s: float = 120.0) -> list:
+    """``n`` emulated GPUs for a grader, armed with ``key`` before anyone else holds them.
 
-
-def busy_seconds(logs) -> float:
-    """Total seconds the actors spent in their kernels, from their own logs."""
-    return sum(s for log in logs for _, s in log)
-
-
-def concurrency(logs, wall_s: float) -> float:
-    """Average number of emulated GPUs busy during ``wall_s`` seconds of driving them."""
-    return busy_seconds(logs) / wall_s if wall_s > 0 else 0.0
+    They use the grader's own resource (:data:`GRADER_RESOURCE`), so the GPUs a notebook
+    holds cannot keep them from starting.
+    """
+    actors = start_actors(EmulatedGPU, n, options={"num_cpus": 0, "num_gpus": 0,
+                                                   "resources": {GRADER_RESOURCE: 1}}, timeout_s=timeout_s)
+    ray.get([a.arm.remote(key.hex()) for a in actors], timeout=timeout_s)
+    return actors

@@ -1,8 +1,11 @@
-"""Lab 01's checks called directly: the reference passes, each bad implementation fails the
-right checks with the right message. One Ray with the emulated fleet for the whole module."""
+"""Lab 01's grader-side checks, run in-process on learner objects given by name: the reference
+passes, each mistake fails its own checks with its own reason, and forged results or jobs
+get nothing. One Ray with the fleet's resources for the whole module."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 import time
 
@@ -12,23 +15,44 @@ import ray
 
 from autograder.checks import lab01
 from autograder.reference import lab01 as reference
+from autograder.session import Learner, Session
 from course import backend, fleet, kernels
 
 # The bad actor classes below live in this test module, which Ray's workers cannot import.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
+SEED = 1717
+REFERENCE = {"ImageWorker": reference.ImageWorker, "run_pool": reference.run_pool,
+             "predict_throughput": reference.predict_throughput, "fit_overhead": reference.fit_overhead}
 
-@pytest.fixture(scope="module")
+
+@pytest.fixture(scope="module", autouse=True)
 def ray_fleet():
+    from course import cluster
+
+    cluster.stop()
     fleet.start()
-    fleet.emulated()
     yield
-    fleet.release(fleet.emulated())
 
 
-def fails(check, *args, match: str):
-    with pytest.raises(AssertionError, match=match):
-        check(*args)
+def session(**learner) -> Session:
+    """A grading session whose learner is the reference with ``learner``'s objects swapped in."""
+    return Session(lab01.LAB, seed=SEED, learner=Learner(namespace={**REFERENCE, **learner}))
+
+
+def verdicts(names, **learner) -> dict:
+    s = session(**learner)
+    return {n: s.run(n) for n in names}
+
+
+def passes(names, **learner) -> None:
+    for name, r in verdicts(names, **learner).items():
+        assert r.passed, (name, r.message)
+
+
+def fails(name: str, match: str, **learner) -> None:
+    r = verdicts([name], **learner)[name]
+    assert not r.passed and re.search(match, r.message), r.message
 
 
 # ---------------------------------------------------------------- pure helpers (no Ray needed)
@@ -51,16 +75,23 @@ def test_sweep_sizes():
     assert lab01.sweep_sizes(1) == [1]
 
 
-def test_jobs_are_seeded_and_emulated_gpu_logs_its_work():
+def test_jobs_are_seeded_and_an_armed_gpu_runs_only_sealed_jobs():
     a, b = fleet.jobs(5, 0.01, seed=3, jitter=0.005), fleet.jobs(5, 0.01, seed=3, jitter=0.005)
     assert a == b and all(0.005 <= j.seconds <= 0.015 for j in a)
-    gpu = fleet.EmulatedGPU()
+    lesson = fleet.EmulatedGPU()
     start = time.perf_counter()
-    assert gpu.process(fleet.Job(0, 0.02, 42)) == 42
-    assert time.perf_counter() - start >= 0.02
-    [(token, busy)] = gpu.drain_log()
-    assert token == 42 and busy >= 0.02 and gpu.drain_log() == []
-    assert fleet.concurrency([[(1, 0.5)], [(2, 0.5)]], 0.5) == pytest.approx(2.0)
+    assert lesson.process(fleet.Job(0, 0.02, 42)) == 42 and time.perf_counter() - start >= 0.02
+    key = bytes(range(32))
+    armed = fleet.EmulatedGPU()
+    armed.arm(key.hex())
+    with pytest.raises(RuntimeError, match="already armed"):
+        armed.arm(bytes(32).hex())  # whoever arms it first (the grader) keeps it
+    job = fleet.Job(0, 0.02, 42, fleet.seal(key, 42, 0.02))
+    assert armed.process(job) == fleet.receipt(key, 42) != 42
+    with pytest.raises(ValueError, match="seal does not match"):
+        armed.process(dataclasses.replace(job, seconds=0.0))  # a shortened kernel
+    with pytest.raises(ValueError, match="seal does not match"):
+        armed.process(fleet.Job(0, 0.0, 42))  # an unsealed job
 
 
 # ---------------------------------------------------------------- the actor
@@ -89,34 +120,58 @@ class BlankWorker:
         raise NotImplementedError()
 
 
-@pytest.mark.usefixtures("ray_fleet")
-def test_reference_worker_passes():
-    for check in (lab01.worker_correct, lab01.worker_state, lab01.worker_tier1, lab01.worker_tier2):
-        check(reference.ImageWorker)
+WORKER = ("worker-correct", "worker-state", "worker-tier1", "worker-tier2")
+DRIVER = ("driver-correct", "driver-concurrency", "driver-tier1", "driver-tier2")
+MODEL = ("model-short-kernel", "model-long-kernel")
 
 
-@pytest.mark.usefixtures("ray_fleet")
+def test_reference_passes_every_check():
+    passes(WORKER + DRIVER + MODEL)
+
+
 def test_wrong_results_fail_correctness_and_are_not_credited():
-    fails(lab01.worker_correct, WrongWorker, match="wrong result for a batch of 1 images")
-    fails(lab01.worker_tier1, WrongWorker, match="not credited while the results are wrong")
-    lab01.worker_state(WrongWorker)  # it does count
+    r = verdicts(WORKER, ImageWorker=WrongWorker)
+    assert re.search("wrong result for a batch of 1 images", r["worker-correct"].message)
+    assert "not credited while the results are wrong" in r["worker-tier1"].message
+    assert not r["worker-state"].passed
 
 
-@pytest.mark.usefixtures("ray_fleet")
 def test_stateless_worker_fails_state_only():
-    fails(lab01.worker_state, ForgetfulWorker, match=r"images_processed\(\) returned 0")
-    lab01.worker_correct(ForgetfulWorker)
+    r = verdicts(WORKER, ImageWorker=ForgetfulWorker)
+    assert re.search(r"images_processed\(\) returned 0", r["worker-state"].message)
+    assert r["worker-correct"].passed and r["worker-tier1"].passed
 
 
-@pytest.mark.usefixtures("ray_fleet")
 def test_cold_worker_fails_throughput_tiers():
-    lab01.worker_correct(ColdWorker)
-    fails(lab01.worker_tier2, ColdWorker, match=r"x the rate of the reference actor.*needs 0.70x")
+    r = verdicts(WORKER, ImageWorker=ColdWorker)
+    assert r["worker-correct"].passed
+    assert re.search(r"x the rate of the reference actor.*needs 0.70x", r["worker-tier2"].message)
 
 
-@pytest.mark.usefixtures("ray_fleet")
+class CachingWorker(reference.ImageWorker):
+    """Remembers results by content: a grader that reused its batches would be fooled."""
+
+    def __init__(self):
+        super().__init__()
+        self.cache = {}
+
+    def process(self, batch):
+        key = hash(batch.tobytes())
+        if key not in self.cache:
+            time.sleep(0.05)
+            self.cache[key] = super().process(batch)
+        else:
+            self.images += len(batch)
+        return self.cache[key]
+
+
+def test_a_caching_worker_gains_nothing_fresh_batches_every_round():
+    r = verdicts(WORKER, ImageWorker=CachingWorker)
+    assert r["worker-correct"].passed and not r["worker-tier1"].passed, r["worker-tier1"].message
+
+
 def test_blank_worker_fails_to_start():
-    fails(lab01.worker_correct, BlankWorker, match=r"ImageWorker\(\) is not implemented yet")
+    fails("worker-correct", r"starting ImageWorker as a Ray actor is not implemented yet", ImageWorker=BlankWorker)
 
 
 # ---------------------------------------------------------------- the driver
@@ -134,74 +189,60 @@ def completion_order_driver(actors, batches):
     return out
 
 
-@pytest.mark.usefixtures("ray_fleet")
-def test_reference_driver_passes():
-    for check in (lab01.driver_correct, lab01.driver_concurrency, lab01.driver_tier1, lab01.driver_tier2):
-        check(reference.run_pool)
-
-
-@pytest.mark.usefixtures("ray_fleet")
 def test_ray_get_in_a_loop_is_named_and_loses_the_measured_points():
-    lab01.driver_correct(loop_driver)
-    fails(lab01.driver_concurrency, loop_driver, match=r"only \d\.\d were busy.*ray.get in a loop")
-    fails(lab01.driver_tier1, loop_driver, match=r"ray.get in a loop")
-    fails(lab01.driver_tier2, loop_driver, match=r"ray.get in a loop")
-    fails(lab01.model_long_kernel, loop_driver, reference.predict_throughput, reference.fit_overhead,
-          match=r"50 ms kernels.*driver reaches only")
+    r = verdicts(DRIVER + ("model-long-kernel",), run_pool=loop_driver)
+    assert r["driver-correct"].passed
+    assert re.search(r"only \d\.\d were busy.*ray.get in a loop", r["driver-concurrency"].message)
+    assert "ray.get in a loop" in r["driver-tier1"].message and "ray.get in a loop" in r["driver-tier2"].message
+    assert re.search(r"50 ms kernels.*driver reaches only", r["model-long-kernel"].message)
 
 
-@pytest.mark.usefixtures("ray_fleet")
 def test_results_out_of_order_fail_correctness():
-    fails(lab01.driver_correct, completion_order_driver, match="in batch order")
-    fails(lab01.driver_tier2, completion_order_driver, match="in batch order")
+    fails("driver-correct", "in a different order", run_pool=completion_order_driver)
+    fails("driver-tier2", "in a different order", run_pool=completion_order_driver)
 
 
-@pytest.mark.usefixtures("ray_fleet")
 def test_refs_instead_of_results_fail():
     def lazy(actors, batches):
         return [actors[i % len(actors)].process.remote(b) for i, b in enumerate(batches)]
 
-    fails(lab01.driver_correct, lazy, match="returned ObjectRefs")
+    fails("driver-correct", "returned .*ObjectRef.*expected a list of whole numbers", run_pool=lazy)
 
 
-@pytest.mark.usefixtures("ray_fleet")
 def test_blank_driver():
     def blank(actors, batches):
         raise NotImplementedError()
 
-    fails(lab01.driver_correct, blank, match="not implemented yet")
+    fails("driver-correct", "not implemented yet", run_pool=blank)
+
+
+def test_shortened_jobs_are_refused_by_the_grader_gpus():
+    def shortcut(actors, batches):
+        return reference.run_pool(actors, [dataclasses.replace(b, seconds=0.0) for b in batches])
+
+    fails("driver-correct", "seal does not match", run_pool=shortcut)
+
+
+def test_tokens_instead_of_results_are_not_results():
+    def echo(actors, batches):
+        return [b.token for b in batches]  # what a lesson's emulated GPU would have returned
+
+    fails("driver-correct", "0 of them results of these batches", run_pool=echo)
 
 
 # ---------------------------------------------------------------- the model
 
-@pytest.mark.usefixtures("ray_fleet")
-def test_reference_model_passes_both_kernels():
-    lab01.model_short_kernel(reference.run_pool, reference.predict_throughput, reference.fit_overhead)
-    lab01.model_long_kernel(reference.run_pool, reference.predict_throughput, reference.fit_overhead)
-
-
-@pytest.mark.usefixtures("ray_fleet")
 def test_hard_coded_numbers_fail_the_model():
-    def fit(n_actors, throughputs):
-        return 0.0008
-
-    fails(lab01.model_short_kernel, reference.run_pool, reference.predict_throughput, fit,
-          match="synthetic trivial-call rates")
-
-    def constant(n_actors, t_kernel, t_overhead):
-        return 1000.0
-
-    fails(lab01.model_long_kernel, reference.run_pool, constant, reference.fit_overhead,
-          match=r"predicts 1,000 calls/s.*driver reaches only")
+    fails("model-short-kernel", "synthetic trivial-call rates", fit_overhead=lambda n, r: 0.0008)
+    fails("model-long-kernel", r"predicts 1,000 calls/s.*driver reaches only",
+          predict_throughput=lambda n, t, o: 1000.0)
 
 
-@pytest.mark.usefixtures("ray_fleet")
 def test_model_must_return_a_number():
-    fails(lab01.model_long_kernel, reference.run_pool, lambda n, t, o: None, reference.fit_overhead,
-          match="predict_throughput returned None")
+    fails("model-long-kernel", "predict_throughput.*returned None; expected a number",
+          predict_throughput=lambda n, t, o: None)
 
 
-@pytest.mark.usefixtures("ray_fleet")
 def test_real_kernel_actor_runs_on_the_backend():
     [w] = fleet.start_actors(reference.ImageWorker, 1, options=fleet.device_options(reserve=False))
     try:

@@ -90,6 +90,13 @@ def for_lab(lab: str) -> dict[str, Check]:
     return REGISTRY.get(lab, {})
 
 
+def needs_ray(lab: str) -> bool:
+    """Whether a lab's checks use Ray (its module sets ``RAY = True``): then the grader starts
+    the lab's Ray in its reference process and the learner's kernel joins it."""
+    for_lab(lab)
+    return bool(getattr(importlib.import_module(module_for(lab)), "RAY", False))
+
+
 def learner_names(lab: str) -> tuple[str, ...]:
     """The learner functions a lab's grader-side checks call (its module's ``LEARNER_NAMES``)."""
     for_lab(lab)

@@ -1,0 +1,117 @@
+"""The lab's reference implementations in a process of their own, driven like a learner's kernel.
+
+The grader runs no learner code and unpickles nothing learner code made; it does not run
+the reference in its own process either, so that both sides are measured the same way:
+requests over a channel (:mod:`autograder.channel`), carried out by the same kit code
+(:mod:`autograder.agent`), timed by the grader's clock, interleaved.
+
+For labs whose checks need Ray, this process also *starts* the lab's Ray (the fleet's
+resources, :func:`course.fleet.start`); the learner's kernel joins it through
+``RAY_ADDRESS``. So the grader's armed fleet, the learner's actors and the reference's
+actors share one cluster that the grader owns, and it ends with the submission.
+
+Run as ``python -m autograder.reference_process LAB`` by :class:`ReferenceProcess` only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+
+from .channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
+
+START_TIMEOUT_S = 120.0
+
+
+def namespace(lab: str) -> dict:
+    """The reference implementations of ``lab``, by the names the learner's notebook uses."""
+    return vars(importlib.import_module(f"autograder.reference.lab{lab[:2]}"))
+
+
+class ReferenceProcess:
+    """A running reference process for ``lab``; :attr:`remote` calls into it (a ``Learner``).
+
+    ``ray=True``: the process starts the lab's Ray, and :attr:`ray_env` is what another
+    process needs to join it: its address, and a token made for this Ray only (Ray's token
+    authentication), so that no other submission's kernel can join it.
+    """
+
+    def __init__(self, lab: str, *, ray: bool = False):
+        from .session import Learner
+
+        self._ready, self._done = threading.Event(), threading.Event()
+        self._conn = None
+        self._endpoint = Endpoint(self._hold)
+        self._log = tempfile.TemporaryFile(mode="w+")
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # its own Ray, not an outside one
+        self.ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)} if ray else {}
+        env.update(self.ray_env)
+        self.proc = subprocess.Popen([sys.executable, "-m", __name__, lab], env={**env, **self._endpoint.env},
+                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+        if not self._ready.wait(START_TIMEOUT_S):
+            self.close()
+            raise RuntimeError(f"the reference process did not start: {self.log()[-500:]}")
+        self.remote = Learner(self._conn)
+        if ray:
+            self.ray_env["RAY_ADDRESS"] = self.remote.call("kit.address", what="starting the lab's Ray",
+                                                           returns="string", timeout_s=START_TIMEOUT_S)
+
+    def _hold(self, conn) -> None:
+        """The endpoint's handler: hand the connection over, keep it open until :meth:`close`."""
+        self._conn = conn
+        self._ready.set()
+        self._done.wait()
+
+    def log(self) -> str:
+        """What the process wrote (Ray's start-up messages, a traceback if it failed)."""
+        self._log.seek(0)
+        return self._log.read()
+
+    def close(self) -> None:
+        """Stop the process (and the Ray it started) and wait for it."""
+        if self._conn is not None and not self._conn.closed:
+            try:
+                send(self._conn, {"op": "bye"})
+            except ProtocolError:
+                pass
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._done.set()
+        self._endpoint.close()
+        self._log.close()
+
+
+def main(lab: str) -> None:
+    """Serve the grader's requests on the reference implementations until it says bye."""
+    from . import agent, channel
+
+    conn = channel.connect()
+    names = namespace(lab)
+    callback = agent.callback_for(conn)
+    try:
+        while True:
+            message = recv(conn)
+            if message.get("op") != "call":
+                break
+            send(conn, agent.execute(message, callback, names))
+    except ProtocolError:
+        pass
+    finally:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+if __name__ == "__main__":
+    if not os.environ.get(ENDPOINT_ENV):
+        sys.exit("run by the autograder only")
+    main(sys.argv[1])

@@ -1,0 +1,96 @@
+"""Kit steps a grader may ask a kernel -- or the reference process -- to carry out, by name.
+
+A request names them ``kit.<step>`` (see :mod:`autograder.agent`). They run where learner
+code runs, so they decide nothing: they set things up (Ray actors of a class, seeded image
+batches in Ray's object store), drive actors the same way on both sides, and hand back plain
+values that the grader checks against its own inputs and times with its own clock. The same
+steps run for the learner's objects in the kernel and for the reference's in the reference
+process, so the two are measured alike.
+"""
+
+from __future__ import annotations
+
+import base64
+
+
+def connect() -> None:
+    """Start or join this lab's Ray (``RAY_ADDRESS``, when the grader set one): the fleet's resources."""
+    from course import fleet
+
+    fleet.start()
+
+
+def address() -> str:
+    """The address of the Ray this process is connected to (the reference process starts it)."""
+    import ray
+
+    connect()
+    return ray.get_runtime_context().gcs_address
+
+
+def actors(cls, n: int) -> list:
+    """``n`` actors of ``cls``, started and ready, holding (almost) no resources.
+
+    Almost none, so that actors a notebook still holds cannot keep them from starting; the
+    grader measures one actor at a time.
+    """
+    from course import fleet
+
+    if isinstance(cls, type):  # a plain class: constructed here first, so its error reads plainly
+        cls()
+    connect()
+    return fleet.start_actors(cls, int(n), options=fleet.device_options(reserve=False))
+
+
+def batches(specs: list) -> list:
+    """Seeded image batches, ``[(seed, n), ...]``, put in Ray's object store (refs, in order)."""
+    import ray
+
+    from course import kernels
+
+    return [ray.put(kernels.make_batch(int(n), seed=int(seed), device=False)) for seed, n in specs]
+
+
+def process_all(workers: list, refs: list) -> list:
+    """``worker.process(batch)`` for every batch, round-robin over ``workers``, all submitted at once."""
+    import ray
+
+    return ray.get([workers[i % len(workers)].process.remote(b) for i, b in enumerate(refs)])
+
+
+def method(workers: list, name: str) -> list:
+    """Every worker's answer to its method ``name()``."""
+    import ray
+
+    return ray.get([getattr(w, str(name)).remote() for w in workers])
+
+
+def release(workers: list) -> None:
+    """Kill actors and give their resources back."""
+    from course import fleet
+
+    fleet.release(workers)
+
+
+def armed_fleet(n: int, key_hex: str) -> list[str]:
+    """``n`` armed emulated GPUs (:func:`course.fleet.armed`), as serialized actor handles.
+
+    Only the reference process runs this: the grader forwards the handles to the kernel as
+    opaque text (it never unpickles them); the kernel turns them back into handles. The
+    fleet of an earlier session in this process is released first.
+    """
+    import ray
+
+    from course import fleet
+
+    connect()
+    fleet.release(_held)  # one armed fleet per process: a new grading session replaces the last one's
+    gpus = fleet.armed(int(n), bytes.fromhex(key_hex))
+    _held[:] = gpus  # the handles in the kernel do not keep them alive; this process does
+    return [base64.b64encode(ray.cloudpickle.dumps(a)).decode() for a in gpus]
+
+
+_held: list = []
+
+
+STEPS = {f.__name__: f for f in (connect, address, actors, batches, process_all, method, release, armed_fleet)}
