@@ -125,6 +125,10 @@ def convert(value, returns: str):
         if not isinstance(value, str):
             raise ValueError
         return value
+    if returns == "json":  # nested dicts / lists of plain values (e.g. a policy, a manifest)
+        import json
+
+        return json.loads(json.dumps(value, default=_json_number, allow_nan=False))
     if returns == "number":
         if isinstance(value, bool):
             raise ValueError
@@ -153,6 +157,15 @@ def convert(value, returns: str):
             return list(value)
         return [convert(v, returns[:-1]) for v in value]
     raise ValueError(f"unknown conversion {returns!r}")
+
+
+def _json_number(value):
+    """NumPy and other numbers as plain ones, for :func:`convert`'s ``json``; nothing else."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not plain data")
 
 
 def _then_ray_get(value, what: str, timeout_s: float):
@@ -253,7 +266,8 @@ def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict
 def _expected(returns: str) -> str:
     return {"number": "a number", "integer": "a whole number", "array": "an array of numbers",
             "integers": "a list of whole numbers", "arrays": "a list of arrays of numbers",
-            "strings": "a list of strings", "string": "a string", "none": "nothing"}.get(returns, returns)
+            "strings": "a list of strings", "string": "a string", "json": "plain data (dicts, lists, "
+            "strings, numbers)", "none": "nothing"}.get(returns, returns)
 
 
 # -- the kernel's end of a graded check ----------------------------------------------------

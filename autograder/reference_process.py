@@ -93,7 +93,10 @@ def main(lab: str) -> None:
     """Serve the grader's requests on the reference implementations until it says bye."""
     from . import agent, channel
 
+    from .checks import for_lab
+
     conn = channel.connect()
+    for_lab(lab)  # the lab's own kit steps, if it has any
     names = namespace(lab)
     callback = agent.callback_for(conn)
     try:

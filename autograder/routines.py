@@ -94,3 +94,9 @@ _held: list = []
 
 
 STEPS = {f.__name__: f for f in (connect, address, actors, batches, process_all, method, release, armed_fleet)}
+
+
+def step(fn):
+    """Decorator: make ``fn`` a kit step named ``kit.<fn name>`` (a lab's checks module adds its own)."""
+    STEPS[fn.__name__] = fn
+    return fn

@@ -82,6 +82,7 @@ def plain(value, returns: str, what: str):
         "arrays": lambda v: isinstance(v, list) and all(_is_array(x) for x in v),
         "strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
         "string": lambda v: isinstance(v, str),
+        "json": lambda v: True,  # anything the channel delivered is plain JSON; the check reads it strictly
     }[returns]
     if not ok(value):
         raise AssertionError(f"{what}: the kernel sent back a value that is not {returns}")
@@ -228,6 +229,7 @@ class Session:
         from .checks import needs_ray
         from .reference_process import ReferenceProcess
 
+        self._grading = True
         if not needs_ray(self.lab):
             return {}
         self._process = ReferenceProcess(self.lab, ray=True)
@@ -243,6 +245,10 @@ class Session:
     def reference(self) -> Learner:
         """The reference implementations, called like the learner's: in their own process while
         grading, in this process otherwise."""
+        if self._process is None and self._grading:  # a lab without a shared Ray: started when first needed
+            from .reference_process import ReferenceProcess
+
+            self._process = ReferenceProcess(self.lab)
         if self._process is not None:
             return self._process.remote
         if self._reference is None:
@@ -252,6 +258,7 @@ class Session:
         return self._reference
 
     _reference: Learner | None = None
+    _grading = False  # set by start(): the reference then runs in its own process
 
     def side_by_side(self, learner: Callable[[], float], reference: Callable[[], float], *, rounds: int,
                      stop_below: float = 0.0):

@@ -9,7 +9,7 @@
 * :class:`EmulatedGPU` is an actor standing in for one GPU: each call sleeps for the job's
   kernel duration (:func:`course.kernels.emulated`) -- a stand-in, not GPU work.
   :func:`emulated` keeps one such fleet per process for the lessons.
-* :func:`armed` is a grader's own fleet: its GPUs run only jobs the grader sealed
+* :func:`armed` is a grader's own fleet (:class:`ArmedGPU`): its GPUs run only jobs the grader sealed
   (:func:`seal`) and answer with receipts (:func:`receipt`) no driver can forge, so the
   grader knows from results alone that every job ran on a GPU for its full duration.
 """
@@ -156,15 +156,47 @@ class EmulatedGPU:
 
     The sleep is :func:`course.kernels.emulated` -- it stands in for a kernel of known
     duration and uses no compute, so a fleet of them fits on a laptop.
-
-    A grader *arms* its own fleet with a key (:meth:`arm`, once): an armed GPU refuses jobs
-    without the grader's :func:`seal` and returns a :func:`receipt` instead of the token, so
-    a result can only come from a job this GPU really ran, for as long as the job asked.
     """
 
     def __init__(self):
-        self._key: bytes | None = None
         self._kernels: dict[float, object] = {}
+
+    def _sleep(self, seconds: float) -> None:
+        kernel = self._kernels.get(seconds)
+        if kernel is None:
+            kernel = self._kernels[seconds] = kernels.emulated(seconds)
+        if seconds > 0:
+            kernel()
+
+    def process(self, job):
+        self._sleep(job.seconds)
+        return job.token
+
+
+class _NoExtras(type):
+    """Ray adds its extra methods (``__ray_call__`` among them) to an actor class unless the
+    class already has ``__ray_actor_class__``; on the metaclass, it stays out of the class body
+    (which Ray disassembles to identify the class)."""
+
+    @property
+    def __ray_actor_class__(cls):
+        return cls
+
+
+class ArmedGPU(EmulatedGPU, metaclass=_NoExtras):
+    """A grader's emulated GPU: runs only jobs the grader sealed, answers with receipts.
+
+    Armed once with the grader's key (:meth:`arm`; whoever arms it first keeps it). It refuses
+    a job without the grader's :func:`seal` -- a shortened or invented one -- and returns a
+    :func:`receipt` instead of the token, so a result can only come from a job this GPU really
+    ran for as long as the job asked. Ray's extra actor methods are not added to it (it
+    declares ``__ray_actor_class__`` itself): in particular no ``__ray_call__``, which would run
+    any function a driver sends inside the actor (:class:`_NoExtras`).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._key: bytes | None = None
 
     def arm(self, key_hex: str) -> None:
         if self._key is not None:
@@ -172,14 +204,16 @@ class EmulatedGPU:
         self._key = bytes.fromhex(key_hex)
 
     def process(self, job):
-        if self._key is not None and not hmac.compare_digest(str(job.seal), seal(self._key, job.token, job.seconds)):
+        if self._key is None or not hmac.compare_digest(str(job.seal), seal(self._key, job.token, job.seconds)):
             raise ValueError(f"job {job.index} was changed after the grader made it (its seal does not match)")
-        kernel = self._kernels.get(job.seconds)
-        if kernel is None:
-            kernel = self._kernels[job.seconds] = kernels.emulated(job.seconds)
-        if job.seconds > 0:
-            kernel()
-        return job.token if self._key is None else receipt(self._key, job.token)
+        self._sleep(job.seconds)
+        return receipt(self._key, job.token)
+
+    def __ray_ready__(self):
+        return True
+
+    def __ray_terminate__(self):
+        ray.actor.exit_actor()
 
 
 _fleet: list | None = None  # this process's emulated fleet (lessons)
@@ -205,7 +239,7 @@ def armed(n: int, key: bytes, *, timeout_s: float = 120.0) -> list:
     They use the grader's own resource (:data:`GRADER_RESOURCE`), so the GPUs a notebook
     holds cannot keep them from starting.
     """
-    actors = start_actors(EmulatedGPU, n, options={"num_cpus": 0, "num_gpus": 0,
+    actors = start_actors(ArmedGPU, n, options={"num_cpus": 0, "num_gpus": 0,
                                                    "resources": {GRADER_RESOURCE: 1}}, timeout_s=timeout_s)
     ray.get([a.arm.remote(key.hex()) for a in actors], timeout=timeout_s)
     return actors

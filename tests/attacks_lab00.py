@@ -5,7 +5,7 @@
 submission earns by its own honest work (grade_id without ``test-``), and ``why``: the attack
 class in one line. Each is built from the released blank lab without the lesson's demo
 cells, or from it with a part of the solution put back, so the honest part is known exactly;
-everything else a submission scores is unearned. ``tests/test_attacks_lab00.py`` grades them
+everything else a submission scores is unearned. ``tests/test_attacks.py`` grades them
 all through the real grader and real nbgrader.
 
 Where a learner function must answer the seeded cost model (``batch-model``) but should not

@@ -82,7 +82,9 @@ def test_jobs_are_seeded_and_an_armed_gpu_runs_only_sealed_jobs():
     start = time.perf_counter()
     assert lesson.process(fleet.Job(0, 0.02, 42)) == 42 and time.perf_counter() - start >= 0.02
     key = bytes(range(32))
-    armed = fleet.EmulatedGPU()
+    armed = fleet.ArmedGPU()
+    with pytest.raises(ValueError, match="seal does not match"):
+        armed.process(fleet.Job(0, 0.0, 42, fleet.seal(key, 42, 0.0)))  # not armed yet: runs nothing
     armed.arm(key.hex())
     with pytest.raises(RuntimeError, match="already armed"):
         armed.arm(bytes(32).hex())  # whoever arms it first (the grader) keeps it
@@ -221,6 +223,14 @@ def test_shortened_jobs_are_refused_by_the_grader_gpus():
         return reference.run_pool(actors, [dataclasses.replace(b, seconds=0.0) for b in batches])
 
     fails("driver-correct", "seal does not match", run_pool=shortcut)
+
+
+def test_the_grader_gpus_cannot_be_entered_by_ray_call():
+    def steal(actors, batches):
+        key = bytes.fromhex(ray.get(actors[0].__ray_call__.remote(lambda self: self._key.hex())))
+        return [fleet.receipt(key, b.token) for b in batches]
+
+    fails("driver-correct", "has no attribute '__ray_call__'", run_pool=steal)
 
 
 def test_tokens_instead_of_results_are_not_results():

@@ -1,4 +1,5 @@
-"""Lab 03's checks, called directly: the reference passes, each mistake fails its own check.
+"""Lab 03's grader-side checks, run in-process on learner functions given by name: the reference
+passes, each mistake fails its own check.
 
 The manifest checks and the option checks need no Ray. The measured Ray checks are exercised
 through real nbgrader in tests/test_grading_lab03.py (the solution, and a quota that leaks).
@@ -7,18 +8,28 @@ through real nbgrader in tests/test_grading_lab03.py (the solution, and a quota 
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
 from autograder.checks import lab03
 from autograder.reference import lab03 as ref
+from autograder.session import Learner, Session
 from course import k8s, tenancy
 
-MANIFEST_CHECKS = [lab03.manifests_valid, lab03.manifests_quotas, lab03.manifests_gpu_limits, lab03.manifests_fit]
+MANIFEST_CHECKS = ["manifests-valid", "manifests-quotas", "manifests-gpu-limits", "manifests-fit"]
+
+
+def session(**learner) -> Session:
+    return Session(lab03.LAB, seed=4242, learner=Learner(namespace=learner))
+
+
+def verdict(name: str, **learner):
+    return session(**learner).run(name)
 
 
 def test_alt_quotas_split_the_pool_differently():
-    alt = lab03._alt_quotas()
+    alt = lab03._alt_quotas(session())
     assert set(alt) == set(lab03.QUOTAS) and sum(alt.values()) == lab03.T.pool
     assert alt != lab03.QUOTAS and min(alt.values()) >= 1
 
@@ -34,7 +45,8 @@ def test_points():
 
 @pytest.mark.parametrize("check", MANIFEST_CHECKS)
 def test_reference_manifests_pass(check):
-    check(ref.tenant_manifests)
+    r = verdict(check, tenant_manifests=ref.tenant_manifests)
+    assert r.passed, r.message
 
 
 def _edit(fn):
@@ -75,26 +87,26 @@ def _typo(objs, quotas):
 
 
 @pytest.mark.parametrize("fn,check,message", [
-    (_edit(_fractional), lab03.manifests_valid, r"whole number, got '0\.5'"),
-    (_edit(_typo), lab03.manifests_valid, r"missing required field 'metadata'|metadatta"),
-    (_hard_coded, lab03.manifests_quotas, r"namespace tenant-\w has requests\.nvidia\.com/gpu \d+ .* expected \d+"),
-    (_edit(_too_big), lab03.manifests_fit, r"RayCluster tenant-c/ray can hold \d+ GPUs at maxReplicas; the quota"),
-    (_edit(_no_label), lab03.manifests_fit, r"kueue\.x-k8s\.io/queue-name=None, not a LocalQueue"),
-    (_edit(_no_limitrange), lab03.manifests_gpu_limits, r"namespace tenant-a has no LimitRange"),
-    (_edit(_fractional), lab03.manifests_gpu_limits, r"whole number ≥ 1 in limits"),
-    (lambda quotas: [], lab03.manifests_valid, r"non-empty list"),
+    (_edit(_fractional), "manifests-valid", r"whole number, got '0\.5'"),
+    (_edit(_typo), "manifests-valid", r"missing required field 'metadata'|metadatta"),
+    (_hard_coded, "manifests-quotas", r"namespace tenant-\w has requests\.nvidia\.com/gpu \d+ .* expected \d+"),
+    (_edit(_too_big), "manifests-fit", r"RayCluster tenant-c/ray can hold \d+ GPUs at maxReplicas; the quota"),
+    (_edit(_no_label), "manifests-fit", r"kueue\.x-k8s\.io/queue-name=None, not a LocalQueue"),
+    (_edit(_no_limitrange), "manifests-gpu-limits", r"namespace tenant-a has no LimitRange"),
+    (_edit(_fractional), "manifests-gpu-limits", r"whole number ≥ 1 in limits"),
+    (lambda quotas: [], "manifests-valid", r"non-empty list"),
+    (lambda quotas: [object()], "manifests-valid", r"returned .*object.*expected plain data"),
 ])
 def test_bad_manifests_fail_the_right_check(fn, check, message):
-    with pytest.raises(AssertionError, match=message):
-        check(fn)
+    r = verdict(check, tenant_manifests=fn)
+    assert not r.passed and re.search(message, r.message), r.message
 
 
 def test_manifests_not_implemented():
     def blank(quotas):
         raise NotImplementedError
     for check in MANIFEST_CHECKS:
-        with pytest.raises(AssertionError, match="not implemented yet"):
-            check(blank)
+        assert "not implemented yet" in verdict(check, tenant_manifests=blank).message
 
 
 def test_harness_peak_and_options():
@@ -107,7 +119,19 @@ def test_harness_peak_and_options():
 
 
 def test_bad_options_fail_before_anything_runs():
-    with pytest.raises(AssertionError, match="may only set resources"):
-        lab03.measure_resources(ref.quota_resources, lambda t: {"num_gpus": 0.01})
-    with pytest.raises(AssertionError, match="not implemented yet"):
-        lab03.resources_enforced(ref.quota_resources, lambda t: (_ for _ in ()).throw(NotImplementedError()))
+    r = verdict("resources-enforced", quota_resources=ref.quota_resources, resource_options=lambda t: {"num_gpus": 0.01})
+    assert "may only set resources" in r.message
+    r = verdict("resources-enforced", quota_resources=ref.quota_resources,
+                resource_options=lambda t: (_ for _ in ()).throw(NotImplementedError()))
+    assert "not implemented yet" in r.message
+    r = verdict("resources-enforced", quota_resources=lambda q: {"CPU": 4}, resource_options=ref.resource_options)
+    assert "custom resources only" in r.message
+
+
+def test_a_policy_is_plain_data_the_grader_reads_back():
+    """Placement groups, as the kernel describes them: bundles and strategy from Ray's own table."""
+    s = session(tenant_groups=ref.tenant_groups, group_options=ref.group_options)
+    policy = lab03.groups_policy(s)
+    assert {t: len(g["bundles"]) for t, g in policy["groups"].items()} == lab03.QUOTAS
+    assert all(g["strategy"] == "PACK" for g in policy["groups"].values())
+    assert {t: o["group"]["tenant"] for t, o in policy["options"].items()} == {t: t for t in lab03.QUOTAS}

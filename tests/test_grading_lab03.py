@@ -1,6 +1,8 @@
 """Lab 03 through real nbgrader: a submission whose custom-resource quota leaks for one tenant,
 whose placement groups crash and whose RayClusters ask for half a GPU loses exactly those
-checks' points, and the leak is reported with the tenant's name and the peak it reached.
+checks' points, and the leak is reported with the tenant's name and the peak it reached --
+although its kernel replaces the peak counter, the kernel task, the enforcement check and the
+measurement step so that every measurement made there would say "no leak".
 
 (The solution's full marks and the blank lab's zero are tests/test_labs.py's.)
 """
@@ -25,6 +27,15 @@ def resource_options(tenant):
     if tenant == "c":          # forgot the tenant resource on this path
         return {}
     return {"resources": {f"tenant_{tenant}": 1}}
+
+
+# ... and make every measurement in this kernel say that no tenant exceeded its quota
+from autograder.checks import lab03 as _lab03
+tenancy.Run.peak = lambda self, tenant=None: 1
+tenancy.gpu_kernel = tenancy.gpu_kernel.options(num_gpus=0)
+_lab03._enforced = lambda m, how: None
+_lab03.measure_policy = lambda policy: {"peaks": {"a": 1, "b": 1, "c": 1}, "bursts": {}, "isolation": {"b": 1.0, "c": 1.0},
+                                        "flood": {}, "overhead": 1.0, "totals": [[1.0, 1.0]]}
 '''
 
 CRASHING_GROUPS = '''

@@ -1,42 +1,179 @@
 """Checks for 03_quotas: per-tenant GPU quotas on Ray, and the same policy as Kubernetes manifests.
 
-The grader runs the learner's quota set-up under its own load generator
-(``course.tenancy.run``): every kernel is the harness's own Ray task, which stamps when it
-held its logical GPU, so the peak concurrent GPUs per tenant, the throughput and the latency
-are measured by the grader, never read from the learner. Each tenant floods alone once (any
-tenant whose quota leaks shows it), the noisy tenant floods while the others keep their quota
-busy (isolation, against their solo throughput, interleaved), and everyone saturates the pool
-with and without the quota (overhead, interleaved A B B A). Manifests are validated against
-the Kubernetes schemas (``kubernetes-validate``) and the KubeRay/Kueue fields, for the course's
-quotas and for a second split of the pool drawn per run (``AUTOGRADER_SEED`` fixes it).
+All grader-side (see :mod:`autograder.checks`). A quota policy is *data*: the learner's
+functions describe it -- custom resources and per-tenant task options, or placement groups
+(their bundles and strategy, read from Ray's own placement-group table in the kernel) and
+which group each tenant's tasks use -- and the grader runs that policy under its own load
+generator (``course.tenancy.run``) in its reference process, on a Ray it starts for that
+policy. Every kernel is the harness's own Ray task, which stamps when it held its logical
+GPU, so the peak GPUs per tenant, the throughput and the latency are measured where learner
+code never runs. Each tenant floods alone once (a leaking quota shows), the noisy tenant
+floods while the others keep their quota busy (isolation, against their solo throughput,
+interleaved), and everyone saturates the pool with and without the quota (overhead,
+interleaved A B B A). Manifests are validated against the Kubernetes schemas
+(``kubernetes-validate``) and the KubeRay/Kueue fields, for the course's quotas and for a
+second split of the pool drawn per run.
 """
 
 from __future__ import annotations
 
-import os
-import random
 import statistics
 
 from course import k8s, tenancy
 
-from .. import harness
+from ..routines import step
+from ..session import Session, named
 from ..targets import LAB03 as T
-from . import register
+from . import register, tiers
 
 LAB = "03_quotas"
-SEED = int(os.environ.get("AUTOGRADER_SEED") or random.SystemRandom().randrange(2**31))
+LEARNER_NAMES = ("quota_resources", "resource_options", "tenant_groups", "group_options", "tenant_manifests")
 QUOTAS = dict(T.quotas)
 
 
-def _alt_quotas() -> dict:
-    """Another split of the pool among the tenants (each ≥ 1), drawn from the seed."""
-    rng = random.Random(SEED * 1000 + 3)
+def _alt_quotas(session: Session) -> dict:
+    """Another split of the pool among the tenants (each ≥ 1), drawn from this run's seed."""
+    rng = session.rng(3)
     while True:
         cuts = sorted(rng.sample(range(1, T.pool), len(QUOTAS) - 1))
         parts = [b - a for a, b in zip([0] + cuts, cuts + [T.pool])]
         alt = dict(zip(QUOTAS, parts))
         if alt != QUOTAS:
             return alt
+
+
+# ---------------------------------------------------------------- policies, as plain data
+
+def _options(opts, tenant: str) -> dict:
+    try:
+        return tenancy.check_options(opts, tenant)
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(str(exc)) from None
+
+
+def resource_policy(session: Session) -> dict:
+    """The learner's custom-resource policy: the node's resources and each tenant's task options."""
+    res = session.learner.call("quota_resources", dict(QUOTAS), what="quota_resources(quotas)",
+                               returns="json", timeout_s=session.call_timeout_s)
+    if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v >= 0 for v in res.values()):
+        raise AssertionError(f"quota_resources returned {str(res)[:80]}; expected a dict of resource name -> amount")
+    if any(k in ("CPU", "GPU", "memory") for k in res):
+        raise AssertionError("quota_resources must name custom resources only (not CPU/GPU/memory)")
+    options = {t: _options(session.learner.call("resource_options", t, what=f"resource_options({t!r})",
+                                                returns="json", timeout_s=session.call_timeout_s), t)
+               for t in QUOTAS}
+    return {"resources": res, "options": options}
+
+
+@step
+def group_policy(tenant_groups, group_options, quotas: dict) -> dict:
+    """Kernel side: the learner's placement groups and options, as plain data.
+
+    Makes the groups on this kernel's Ray, reads each one's bundles and strategy from Ray's
+    placement-group table, turns each tenant's ``PlacementGroupSchedulingStrategy`` into the
+    tenant whose group it names and the bundle index, and removes the groups again.
+    """
+    import ray
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    pool = sum(quotas.values())
+    tenancy.start(tenancy.tenant_resources(None) if ray.is_initialized() else None, pool=pool, spare=pool, warm=False)
+    groups = tenant_groups(dict(quotas))
+    try:
+        if not isinstance(groups, dict) or set(groups) != set(quotas):
+            raise AssertionError(f"tenant_groups returned {type(groups).__name__} "
+                                 f"{sorted(groups) if isinstance(groups, dict) else ''}; expected one "
+                                 f"placement group per tenant {sorted(quotas)}")
+        ready, _ = ray.wait([g.ready() for g in groups.values()], num_returns=len(groups), timeout=T.pg_ready_timeout_s)
+        if len(ready) < len(groups):
+            raise AssertionError(f"tenant_groups' placement groups were not all ready within {T.pg_ready_timeout_s:g} s: "
+                                 f"do they ask for more than the pool of {pool} GPUs?")
+        whose = {g.id.hex(): t for t, g in groups.items()}
+        table = {t: ray.util.placement_group_table(g) for t, g in groups.items()}
+        out = {"groups": {t: {"bundles": [dict(b) for _, b in sorted(info["bundles"].items())],
+                              "strategy": info["strategy"]} for t, info in table.items()},
+               "options": {}}
+        for t in quotas:
+            opts = dict(group_options(t, groups) or {})
+            strategy = opts.pop("scheduling_strategy", None)
+            if isinstance(strategy, PlacementGroupSchedulingStrategy):
+                opts["group"] = {"tenant": whose.get(strategy.placement_group.id.hex()),
+                                 "bundle_index": strategy.placement_group_bundle_index}
+            elif strategy is not None:
+                raise AssertionError(f"group_options({t!r}, groups) set scheduling_strategy to "
+                                     f"{type(strategy).__name__}, not a PlacementGroupSchedulingStrategy")
+            out["options"][t] = opts
+        return out
+    finally:
+        tenancy.remove_groups(groups if isinstance(groups, dict) else [])
+
+
+def groups_policy(session: Session) -> dict:
+    """The learner's placement-group policy, checked: one group per tenant, options into groups."""
+    policy = session.learner.call("kit.group_policy", named("tenant_groups"), named("group_options"), dict(QUOTAS),
+                                  what="tenant_groups(quotas) and group_options(tenant, groups)", returns="json",
+                                  timeout_s=session.call_timeout_s + T.pg_ready_timeout_s)
+    groups, options = policy.get("groups"), policy.get("options")
+    if not (isinstance(groups, dict) and set(groups) == set(QUOTAS) and isinstance(options, dict)
+            and set(options) == set(QUOTAS)):
+        raise AssertionError("tenant_groups / group_options did not describe one group and options per tenant")
+    for t, g in groups.items():
+        if not (isinstance(g.get("bundles"), list) and all(isinstance(b, dict) for b in g["bundles"])
+                and g.get("strategy") in ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")):
+            raise AssertionError(f"the placement group of tenant {t} is not one the grader can make again")
+    for t, o in options.items():
+        group = o.pop("group", None)
+        _options({k: v for k, v in o.items() if k != "scheduling_strategy"}, t)
+        if group is not None and not (group.get("tenant") in QUOTAS and isinstance(group.get("bundle_index"), int)):
+            raise AssertionError(f"group_options({t!r}, groups) points at a placement group tenant_groups did not make")
+        o["group"] = group
+    return {"groups": groups, "options": options}
+
+
+# ---------------------------------------------------------------- the grader's measurement
+
+@step
+def measure_policy(policy: dict) -> dict:
+    """Reference-process side: a policy's enforcement, isolation and overhead, on a Ray started for it.
+
+    Custom resources: the pool, with exactly the policy's resources. Placement groups: twice
+    the pool -- the groups reserve one half, the no-quota reference runs on the other, so no
+    group is removed mid-measurement (a task can be stranded on a removed group).
+    """
+    import ray
+    from ray.util import placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    groups = {}
+    if "groups" in policy:
+        tenancy.start(None, pool=T.pool, spare=T.pool)
+        groups = {t: placement_group(g["bundles"], strategy=g["strategy"]) for t, g in policy["groups"].items()}
+        ready, _ = ray.wait([g.ready() for g in groups.values()], num_returns=len(groups), timeout=T.pg_ready_timeout_s)
+        if len(ready) < len(groups):
+            tenancy.remove_groups(groups)
+            raise AssertionError(f"the placement groups were not all ready within {T.pg_ready_timeout_s:g} s: "
+                                 f"do they ask for more than the pool of {T.pool} GPUs?")
+    else:
+        try:
+            tenancy.start(policy["resources"], pool=T.pool)
+        except Exception as exc:  # noqa: BLE001 -- a bad resource dict can make ray.init fail
+            raise AssertionError(f"Ray would not start with quota_resources' {policy['resources']!r}: {exc}") from None
+
+    def options(t):
+        o = dict(policy["options"][t])
+        group = o.pop("group", None)
+        if group is not None:
+            o["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                groups[group["tenant"]], placement_group_bundle_index=group["bundle_index"])
+        return o
+
+    try:
+        go = _runner(options)
+        if groups:
+            go(tenancy.saturate(QUOTAS), 0.5)  # new groups start cold: warm them, discarded
+        return _measure(go)
+    finally:
+        tenancy.remove_groups(groups)
 
 
 def _runner(options):
@@ -93,92 +230,7 @@ def _measure(go) -> dict:
         totals.append((a, b))
     return {"peaks": peaks, "bursts": bursts,
             "isolation": {t: statistics.median(v) for t, v in iso.items()},
-            "flood": flood_summary, "overhead": statistics.median(ratios), "totals": totals}
-
-
-_cr: dict = {}
-_pg: dict = {}
-_mf: dict = {}
-
-
-def measure_resources(quota_resources, resource_options) -> dict:
-    """Custom-resource quotas, measured once per pair of learner functions."""
-
-    def run():
-        res = harness.call(quota_resources, dict(QUOTAS), what="quota_resources(quotas)",
-                           timeout_s=T.call_timeout_s)
-        if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v >= 0 for v in res.values()):
-            raise AssertionError(f"quota_resources returned {res!r}; expected a dict of resource name -> amount")
-        if any(k in ("CPU", "GPU", "memory") for k in res):
-            raise AssertionError("quota_resources must name custom resources only (not CPU/GPU/memory)")
-        opts = {t: harness.call(resource_options, t, what=f"resource_options({t!r})", timeout_s=T.call_timeout_s)
-                for t in QUOTAS}
-        try:
-            opts = {t: tenancy.check_options(o, t) for t, o in opts.items()}
-        except (TypeError, ValueError) as exc:
-            raise AssertionError(str(exc)) from None
-        try:
-            tenancy.start(res, pool=T.pool)
-        except Exception as exc:  # noqa: BLE001 -- a bad resource dict can make ray.init fail
-            raise AssertionError(f"Ray would not start with quota_resources' {res!r}: {exc}") from None
-        return _measure(_runner(opts))
-
-    return harness.memo(_cr, (quota_resources, resource_options), run)
-
-
-def _new_groups(before: set) -> list:
-    import ray
-    from ray.util.placement_group import PlacementGroup
-
-    table = ray.util.placement_group_table()
-    return [PlacementGroup(ray.PlacementGroupID(bytes.fromhex(pid))) for pid, info in table.items()
-            if pid not in before and info.get("state") != "REMOVED"]
-
-
-def measure_groups(tenant_groups, group_options) -> dict:
-    """Placement-group quotas, measured once per pair of learner functions."""
-    import ray
-
-    def make():
-        before = set(ray.util.placement_group_table())
-        groups = harness.call(tenant_groups, dict(QUOTAS), what="tenant_groups(quotas)", timeout_s=T.call_timeout_s)
-        made = _new_groups(before)
-        if not isinstance(groups, dict) or set(groups) != set(QUOTAS):
-            tenancy.remove_groups(made)
-            raise AssertionError(f"tenant_groups returned {type(groups).__name__} "
-                                 f"{sorted(groups) if isinstance(groups, dict) else ''}; expected one "
-                                 f"placement group per tenant {sorted(QUOTAS)}")
-        try:
-            harness.call(ray.get, [g.ready() for g in groups.values()], timeout=T.pg_ready_timeout_s,
-                         what="waiting for the placement groups", timeout_s=T.pg_ready_timeout_s + 5)
-        except AssertionError:
-            tenancy.remove_groups(made)
-            raise AssertionError(f"tenant_groups' placement groups were not all ready within "
-                                 f"{T.pg_ready_timeout_s:g} s: do they ask for more than the pool of "
-                                 f"{T.pool} GPUs?") from None
-        opts = {t: harness.call(group_options, t, groups, what=f"group_options({t!r}, groups)",
-                                timeout_s=T.call_timeout_s) for t in QUOTAS}
-        try:
-            opts = {t: tenancy.check_options(o, t) for t, o in opts.items()}
-        except (TypeError, ValueError) as exc:
-            tenancy.remove_groups(made)
-            raise AssertionError(str(exc)) from None
-        return made, opts
-
-    def run():
-        # Twice the pool: the groups reserve one half, the no-quota reference runs on the other,
-        # so no group is removed mid-measurement (a task can be stranded on a removed group).
-        tenancy.start(tenancy.tenant_resources(None) if ray.is_initialized() else None,
-                      pool=T.pool, spare=T.pool)
-        made, opts = make()
-        try:
-            go = _runner(lambda t: opts[t])
-            go(tenancy.saturate(QUOTAS), 0.5)  # new groups start cold: warm them, discarded
-            return _measure(go)
-        finally:
-            tenancy.remove_groups(made)
-
-    return harness.memo(_pg, (tenant_groups, group_options), run)
+            "flood": flood_summary, "overhead": statistics.median(ratios), "totals": [list(x) for x in totals]}
 
 
 def _enforced(m: dict, how: str) -> None:
@@ -199,85 +251,86 @@ def _isolated(m: dict) -> None:
             f"its solo throughput (median of {T.rounds} interleaved rounds); needed ≥ {T.isolation_min:.2f}x")
 
 
-def _overhead(m: dict, tier: float, how: str) -> None:
-    if m["overhead"] < tier:
-        a, b = m["totals"][0]
-        raise AssertionError(
-            f"overhead: with {how} the saturated pool ran {m['overhead']:.2f}x the kernels/s of no quotas "
-            f"(e.g. {a:.1f} vs {b:.1f}/s, interleaved); this tier needs ≥ {tier:.2f}x")
+def _measured(session: Session, kind: str) -> dict:
+    """The grader's measurement of the learner's ``kind`` policy ("resources" or "groups"), once per run."""
+    def run():
+        policy = resource_policy(session) if kind == "resources" else groups_policy(session)
+        return session.reference.call("kit.measure_policy", policy, what=f"measuring your {kind} policy",
+                                      returns="json", timeout_s=600)
+    return session.memo(("policy", kind), run)
 
 
-@register(LAB, "resources-enforced", 2)
-def resources_enforced(quota_resources, resource_options):
+@register(LAB, "resources-enforced", 2, grader_side=True)
+def resources_enforced(session):
     """Custom resources: no tenant ever holds more GPUs than its quota, each flooding alone and together."""
-    _enforced(measure_resources(quota_resources, resource_options), "its tenant resource")
+    _enforced(_measured(session, "resources"), "its tenant resource")
 
 
-@register(LAB, "resources-isolation", 2)
-def resources_isolation(quota_resources, resource_options):
+@register(LAB, "resources-isolation", 2, grader_side=True)
+def resources_isolation(session):
     """Custom resources: the quiet tenants keep their throughput while the noisy one floods."""
-    _isolated(measure_resources(quota_resources, resource_options))
+    _isolated(_measured(session, "resources"))
 
 
-@register(LAB, "resources-overhead-tier1", 1)
-def resources_overhead_tier1(quota_resources, resource_options):
-    _overhead(measure_resources(quota_resources, resource_options), T.overhead_tiers[0], "custom-resource quotas")
+def _overhead_tiers(kind: str, names: tuple, thresholds: tuple, how: str) -> None:
+    class Overhead(dict):
+        ratio = property(lambda self: self["overhead"])
+
+    def explain(m, need):
+        a, b = m["totals"][0]
+        return (f"overhead: with {how} the saturated pool ran {m['overhead']:.2f}x the kernels/s of no quotas "
+                f"(e.g. {a:.1f} vs {b:.1f}/s, interleaved); this tier needs ≥ {need:.2f}x")
+
+    tiers(LAB, names, thresholds, (1, 1), lambda session: Overhead(_measured(session, kind)), explain)
 
 
-@register(LAB, "resources-overhead-tier2", 1)
-def resources_overhead_tier2(quota_resources, resource_options):
-    _overhead(measure_resources(quota_resources, resource_options), T.overhead_tiers[1], "custom-resource quotas")
+_overhead_tiers("resources", ("resources-overhead-tier1", "resources-overhead-tier2"), T.overhead_tiers,
+                "custom-resource quotas")
 
 
-@register(LAB, "groups-enforced", 2)
-def groups_enforced(tenant_groups, group_options):
+@register(LAB, "groups-enforced", 2, grader_side=True)
+def groups_enforced(session):
     """Placement groups: no tenant ever holds more GPUs than its quota."""
-    _enforced(measure_groups(tenant_groups, group_options), "its placement group")
+    _enforced(_measured(session, "groups"), "its placement group")
 
 
-@register(LAB, "groups-overhead-tier1", 1)
-def groups_overhead_tier1(tenant_groups, group_options):
-    _overhead(measure_groups(tenant_groups, group_options), T.groups_overhead_tiers[0], "placement-group quotas")
-
-
-@register(LAB, "groups-overhead-tier2", 1)
-def groups_overhead_tier2(tenant_groups, group_options):
-    _overhead(measure_groups(tenant_groups, group_options), T.groups_overhead_tiers[1], "placement-group quotas")
+_overhead_tiers("groups", ("groups-overhead-tier1", "groups-overhead-tier2"), T.groups_overhead_tiers,
+                "placement-group quotas")
 
 
 # ---------------------------------------------------------------- manifests
 
-def _manifests(tenant_manifests) -> list:
-    """The learner's manifests for the course quotas and for a seeded other split, validated."""
-
-    def run():
-        out = []
-        for quotas in (dict(QUOTAS), _alt_quotas()):
-            objs = harness.call(tenant_manifests, dict(quotas), what=f"tenant_manifests({quotas})",
-                                timeout_s=T.call_timeout_s)
-            if not isinstance(objs, (list, tuple)) or not objs:
-                raise AssertionError(f"tenant_manifests({quotas}) returned {type(objs).__name__}; "
-                                     "expected a non-empty list of manifests (dicts)")
-            out.append((quotas, list(objs)))
-        return out
-
-    return harness.memo(_mf, tenant_manifests, run)
+def measure_manifests(session: Session) -> list:
+    """The learner's manifests (plain data) for the course quotas and for a seeded other split."""
+    out = []
+    for quotas in (dict(QUOTAS), _alt_quotas(session)):
+        objs = session.learner.call("tenant_manifests", quotas, what=f"tenant_manifests({quotas})",
+                                    returns="json", timeout_s=session.call_timeout_s)
+        if not isinstance(objs, list) or not objs or not all(isinstance(o, dict) for o in objs):
+            raise AssertionError(f"tenant_manifests({quotas}) returned {type(objs).__name__}; "
+                                 "expected a non-empty list of manifests (dicts)")
+        out.append((quotas, objs))
+    return out
 
 
-@register(LAB, "manifests-valid", 2)
-def manifests_valid(tenant_manifests):
+def _manifests(session: Session) -> list:
+    return session.memo(measure_manifests, lambda: measure_manifests(session))
+
+
+@register(LAB, "manifests-valid", 2, grader_side=True)
+def manifests_valid(session):
     """Every manifest passes the Kubernetes schemas (strict) or the KubeRay/Kueue field checks."""
-    for quotas, objs in _manifests(tenant_manifests):
+    for quotas, objs in _manifests(session):
         try:
             k8s.validate_all(objs)
         except k8s.ManifestError as exc:
             raise AssertionError(f"for quotas {quotas}: {exc}") from None
 
 
-@register(LAB, "manifests-quotas", 1)
-def manifests_quotas(tenant_manifests):
+@register(LAB, "manifests-quotas", 1, grader_side=True)
+def manifests_quotas(session):
     """One ResourceQuota per tenant namespace with requests.nvidia.com/gpu = its quota; they sum to the pool."""
-    for quotas, objs in _manifests(tenant_manifests):
+    for quotas, objs in _manifests(session):
         got = k8s.gpu_quota(objs)
         for t, q in quotas.items():
             if got.get(f"tenant-{t}") != q:
@@ -288,10 +341,10 @@ def manifests_quotas(tenant_manifests):
             raise AssertionError(f"for quotas {quotas}: the tenants' GPU quotas sum to {total}, not the pool of {T.pool}")
 
 
-@register(LAB, "manifests-gpu-limits", 1)
-def manifests_gpu_limits(tenant_manifests):
+@register(LAB, "manifests-gpu-limits", 1, grader_side=True)
+def manifests_gpu_limits(session):
     """GPU workers set whole-number nvidia.com/gpu limits; each namespace caps GPUs per container."""
-    for quotas, objs in _manifests(tenant_manifests):
+    for quotas, objs in _manifests(session):
         for t in quotas:
             ns = f"tenant-{t}"
             if not any(o["metadata"].get("namespace") == ns for o in k8s.by_kind(objs, "LimitRange")):
@@ -307,10 +360,10 @@ def manifests_gpu_limits(tenant_manifests):
                             f"limits {k8s.GPU} = {value!r}; GPU workers need a whole number ≥ 1 in limits")
 
 
-@register(LAB, "manifests-fit", 1)
-def manifests_fit(tenant_manifests):
+@register(LAB, "manifests-fit", 1, grader_side=True)
+def manifests_fit(session):
     """Each tenant's RayCluster fits its quota and is queued in a Kueue LocalQueue whose ClusterQueue has that quota."""
-    for quotas, objs in _manifests(tenant_manifests):
+    for quotas, objs in _manifests(session):
         queues = k8s.queue_gpus(objs)
         local = {(o["metadata"].get("namespace"), o["metadata"].get("name")): (o.get("spec") or {}).get("clusterQueue")
                  for o in k8s.by_kind(objs, "LocalQueue")}
@@ -336,10 +389,11 @@ def manifests_fit(tenant_manifests):
 
 def calibrate() -> list[str]:
     """The reference's isolation and overhead on this machine, for both mechanisms."""
-    from ..reference import lab03 as ref
+    from ..reference_process import namespace
+    from ..session import Learner
 
-    cr = measure_resources(ref.quota_resources, ref.resource_options)
-    pg = measure_groups(ref.tenant_groups, ref.group_options)
+    session = Session(LAB, learner=Learner(namespace=namespace(LAB)))
+    cr, pg = _measured(session, "resources"), _measured(session, "groups")
     return [f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
             f"placement groups: peaks {pg['peaks']}, isolation {pg['isolation']}, overhead {pg['overhead']:.2f}",
             f"tiers: isolation ≥ {T.isolation_min}, overhead {T.overhead_tiers}, groups {T.groups_overhead_tiers}"]

@@ -1,0 +1,162 @@
+"""Hostile lab 01 submissions: what a learner who has read the open-source autograder tries.
+
+Same shape as :mod:`attacks_lab00` (``honest``: the checks the submission's own honest work
+earns; ``why``: the attack in one line); graded as a cohort by ``tests/test_attacks.py``.
+Built from the released blank lab or the solution, without the lesson's demo cells.
+"""
+
+from __future__ import annotations
+
+from notebooks import released
+
+LAB = "01_actor_scaling"
+SEED = 20251130
+WORKER = {"worker-correct", "worker-state", "worker-tier1", "worker-tier2"}
+DRIVER = {"driver-correct", "driver-concurrency", "driver-tier1", "driver-tier2"}
+MODEL = {"model-short-kernel", "model-long-kernel"}
+
+ATTACKS: dict[str, dict] = {}
+
+# 1 + 2. Skipping the checks and replacing the grader, in one blank submission ---------------
+
+ATTACKS["l01-skip-and-noop"] = dict(
+    base=released(LAB), demos=False,
+    after={"setup": ['''
+import autograder
+from autograder import agent, checks, session
+from autograder.checks import lab01
+
+def _skip_graded(lines):  # every hidden test cell starts "# Graded (N points)": run `pass` instead
+    return ["pass\\n"] if any(line.startswith("# Graded (") for line in lines[:1]) else lines
+
+_noop = lambda *a, **k: None  # noqa: E731
+autograder.grade = agent.grade = autograder.check = _noop
+session.Session.run = lambda self, name: None
+for _check in checks.REGISTRY[lab01.LAB].values():
+    object.__setattr__(_check, "fn", _noop)
+    if hasattr(lab01, _check.fn.__name__):
+        setattr(lab01, _check.fn.__name__, _noop)
+get_ipython().input_transformers_cleanup.append(_skip_graded)
+''']},
+    honest=set(),
+    why="hidden cells rewritten to `pass`, and every check, grade() and Session.run replaced by no-ops",
+)
+
+# 3. Slowing the reference it is compared with (the issue's original lab 01 attack) ----------
+
+SLOW_WORKER = '''
+class ImageWorker:
+    """Correct, counts its images, but pays 25 ms of one-off work on every call."""
+
+    def __init__(self):
+        self.images = 0
+
+    def process(self, batch):
+        import time
+        time.sleep(0.025)
+        self.images += len(batch)
+        return backend.to_host(kernels.process(backend.to_device(batch)))
+
+    def images_processed(self):
+        return self.images
+
+
+import time as _time
+from autograder import routines
+from autograder.reference import lab01 as _reference
+from course import bench as _bench, kernels as _kernels
+
+_slow = _reference.ImageWorker.process
+_reference.ImageWorker.process = lambda self, batch: (_time.sleep(0.1), _slow(self, batch))[1]
+_reference.run_pool = lambda actors, batches, depth=2: (_time.sleep(1.0), [ray.get(a.process.remote(b)) for a, b in zip(actors * len(batches), batches)])[1]
+_bench.compare = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no comparisons"))
+_reference_steps = dict(routines.STEPS)  # the kit's steps in this kernel: make the reference's slow too
+routines.STEPS["process_all"] = lambda workers, refs: (
+    _time.sleep(0.5) if type(workers[0]).__name__ != "ImageWorker" else None,
+    _reference_steps["process_all"](workers, refs))[1]
+'''
+
+ATTACKS["l01-slow-the-reference"] = dict(
+    demos=False, replace={"image_worker": SLOW_WORKER},
+    honest=(WORKER | DRIVER | MODEL) - {"worker-tier1", "worker-tier2"},
+    why="a correct but slow actor, with the reference implementations and the kit's steps in the "
+        "kernel slowed down and the comparison function replaced",
+)
+
+# 4. Forged evidence: jobs shortened, receipts forged, the grader's GPUs re-armed ------------
+
+FORGING_DRIVER = '''
+import dataclasses
+
+def run_pool(actors, batches, depth=2):
+    """Tries every shortcut around the grader's emulated GPUs, then echoes the tokens."""
+    try:  # Ray's __ray_call__ runs any function inside an actor: read the key, forge the receipts
+        from course.fleet import receipt
+        key = bytes.fromhex(ray.get(actors[0].__ray_call__.remote(lambda self: self._key.hex())))
+        return [receipt(key, b.token) for b in batches]
+    except Exception:
+        pass
+    try:
+        ray.get([a.arm.remote("00" * 32) for a in actors])  # re-arm with a key of my own
+    except Exception:
+        pass
+    try:
+        return ray.get([actors[i % len(actors)].process.remote(dataclasses.replace(b, seconds=0.0))
+                        for i, b in enumerate(batches)])  # zero-length kernels
+    except Exception:
+        pass
+    return [b.token for b in batches]  # what a lesson's emulated GPU returns
+'''
+
+ATTACKS["l01-forged-driver"] = dict(
+    demos=False, replace={"run_pool": FORGING_DRIVER},
+    honest=set(WORKER),
+    why="run_pool steals the GPUs' key with __ray_call__, re-arms them, shortens the jobs' kernels, "
+        "then returns the tokens it was given",
+)
+
+# 5. Honest but weak work loses exactly its points --------------------------------------------
+
+ATTACKS["l01-loop-and-typed-model"] = dict(
+    demos=False, replace={"run_pool": '''
+def run_pool(actors, batches, depth=2):
+    """ray.get in a loop: right results, but one call in flight at a time."""
+    return [ray.get(actors[i % len(actors)].process.remote(b)) for i, b in enumerate(batches)]
+''', "model": '''
+def predict_throughput(n_actors, t_kernel, t_overhead):
+    return 1200.0  # typed in from an earlier run
+
+
+def fit_overhead(n_actors, throughputs):
+    return 0.0008  # typed in from an earlier run
+'''},
+    honest=WORKER | {"driver-correct"},
+    why="not an attack: ray.get in a loop and numbers typed into the model lose exactly those points",
+)
+
+# 6. Results computed in the kernel instead of by the actor ----------------------------------
+
+ATTACKS["l01-results-without-actor"] = dict(
+    base=released(LAB), demos=False,
+    after={"setup": ['''
+from autograder import routines
+from course import kernels as _k
+
+class _Nothing:
+    def images_processed(self):
+        return None
+
+_sent = {}
+routines.STEPS["actors"] = lambda cls, n: [_Nothing() for _ in range(int(n))]
+routines.STEPS["batches"] = lambda specs: [_k.make_batch(int(n), seed=int(s), device=False) for s, n in specs]
+routines.STEPS["process_all"] = lambda workers, refs: [
+    (_sent.__setitem__("n", _sent.get("n", 0) + len(b)), _k.process(b))[1] for b in refs]
+routines.STEPS["method"] = lambda workers, name: [_sent.get("n", 0)]
+routines.STEPS["release"] = lambda workers: None
+''']},
+    honest=set(),
+    why="the kit's steps in the kernel replaced: results computed in the kernel, no actor at all",
+    open_issue="the learner actor's results are decoded where learner code runs (the kernel); the grader "
+               "checks them against its own seeded inputs but cannot yet tell whether an actor made them "
+               "(next: a grader-named actor whose tasks the grader counts in Ray's state API)",
+)
