@@ -236,7 +236,11 @@ def autograde(course: Path, assignment: str, student: str, *,
     endpoint = Endpoint(session.serve) if session else None
     leftovers = Leftovers()
     try:
-        env = {**endpoint.env, **session.start(), "AUTOGRADER_SEED": ""} if session else None
+        try:
+            env = {**endpoint.env, **session.start(), "AUTOGRADER_SEED": ""} if session else None
+        except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
+            return Outcome(student, assignment, error=f"the grader could not start its reference process "
+                           f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again")
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
                          f"--Execute.timeout={int(cell_timeout_s)}"], course, timeout_s, env=env)
     finally:

@@ -160,3 +160,16 @@ routines.STEPS["release"] = lambda workers: None
                "checks them against its own seeded inputs but cannot yet tell whether an actor made them "
                "(next: a grader-named actor whose tasks the grader counts in Ray's state API)",
 )
+
+# 7. Not an attack: Ray shut down before every graded cell (learners "clean up") ---------------
+
+_SHUTDOWN = "import ray\nray.shutdown()  # 'cleaning up' before the next check\n"
+ATTACKS["l01-shutdown-before-every-check"] = dict(
+    demos=False,
+    after={gid: [_SHUTDOWN] for gid in ("image_worker", "test-worker-correct", "test-worker-state",
+                                         "test-worker-tier1", "test-worker-tier2", "run_pool",
+                                         "test-driver-correct", "test-driver-concurrency", "test-driver-tier1",
+                                         "test-driver-tier2", "model", "test-model-short-kernel")},
+    honest=WORKER | DRIVER | MODEL,
+    why="not an attack: ray.shutdown() before every graded cell must cost nothing (issue 15)",
+)
