@@ -80,8 +80,8 @@ def _arg(spec, callback: Callable[[int, list], Any], namespace: dict):
     """One argument of a request: plain JSON as is, or what a spec stands for.
 
     ``{"callback": i}`` a grader-side callable; ``{"learner": name}`` the namespace's object;
-    ``{"stashed": key}`` a value an earlier request kept; ``{"handles": [...]}`` actor handles
-    of the grader's fleet; ``{"jobs": [[index, seconds, token, seal], ...]}`` emulated-GPU jobs.
+    ``{"stashed": key}`` a value an earlier request kept; ``{"handles": [...]}`` (or one
+    ``{"handle": ...}``) actor handles of the grader's; ``{"jobs": [[index, seconds, token, seal], ...]}`` emulated-GPU jobs.
     """
     if not isinstance(spec, dict):
         return spec
@@ -99,6 +99,11 @@ def _arg(spec, callback: Callable[[int, list], Any], namespace: dict):
 
         cluster.start()
         return [_handle(str(b)) for b in spec["handles"]]
+    if "handle" in spec:
+        from course import cluster
+
+        cluster.start()
+        return _handle(str(spec["handle"]))
     if "jobs" in spec:
         from course import fleet
 
@@ -244,7 +249,10 @@ def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict
     except AssertionError as exc:
         if harness.timed_out(fn):
             _stop_hung(namespace, name, timeout_s)
-        return {"op": "error", "message": str(exc), "hung": harness.timed_out(fn)}
+        message = str(exc)
+        if name.startswith("kit.") and message.startswith(f"{what} raised AssertionError: "):
+            message = message[len(f"{what} raised AssertionError: "):]  # a kit step's own one-line reason
+        return {"op": "error", "message": message, "hung": harness.timed_out(fn)}
     except KeyboardInterrupt:  # the grader's interrupt, or the cell's time limit
         _stop_hung(namespace, name, timeout_s)
         return {"op": "error", "hung": True,

@@ -65,11 +65,23 @@ def method(workers: list, name: str) -> list:
     return ray.get([getattr(w, str(name)).remote() for w in workers])
 
 
+def calls(actor, name: str, arglists: list) -> list:
+    """``actor.<name>(*args)`` for every ``args`` of ``arglists``, all submitted at once, in order."""
+    import ray
+
+    return ray.get([getattr(actor, str(name)).remote(*args) for args in arglists])
+
+
+def actor_id(actor) -> str:
+    """An actor's id, by which the grader finds it in Ray's own records (its process, its state)."""
+    return actor._actor_id.hex()
+
+
 def release(workers: list) -> None:
     """Kill actors and give their resources back."""
     from course import fleet
 
-    fleet.release(workers)
+    fleet.release(workers if isinstance(workers, list) else [workers])
 
 
 def armed_fleet(n: int, key_hex: str) -> list[str]:
@@ -79,21 +91,27 @@ def armed_fleet(n: int, key_hex: str) -> list[str]:
     opaque text (it never unpickles them); the kernel turns them back into handles. The
     fleet of an earlier session in this process is released first.
     """
-    import ray
-
     from course import fleet
 
     connect()
     fleet.release(_held)  # one armed fleet per process: a new grading session replaces the last one's
     gpus = fleet.armed(int(n), bytes.fromhex(key_hex))
     _held[:] = gpus  # the handles in the kernel do not keep them alive; this process does
-    return [base64.b64encode(ray.cloudpickle.dumps(a)).decode() for a in gpus]
+    return [export(a) for a in gpus]
+
+
+def export(handle) -> str:
+    """An actor handle as text the grader forwards to the kernel (``{"handle": ...}``), unread."""
+    import ray
+
+    return base64.b64encode(ray.cloudpickle.dumps(handle)).decode()
 
 
 _held: list = []
 
 
-STEPS = {f.__name__: f for f in (connect, address, actors, batches, process_all, method, release, armed_fleet)}
+STEPS = {f.__name__: f for f in (connect, address, actors, batches, process_all, method, calls, actor_id,
+                                 release, armed_fleet)}
 
 
 def step(fn):

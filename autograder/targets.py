@@ -79,7 +79,6 @@ class Lab02:
     chaos_items: int = 1000               # work items in the chaos run
     chaos_kill_every: tuple = (120, 200)  # a worker kill every this many items (seeded)
     chaos_timeout_s: float = 70.0         # the whole chaos run
-    call_timeout_s: float = CALL_TIMEOUT_S  # one call of learner code
     restart_timeout_s: float = 30.0       # a killed actor must answer again within this
 
 

@@ -173,25 +173,13 @@ class EmulatedGPU:
         return job.token
 
 
-class _NoExtras(type):
-    """Ray adds its extra methods (``__ray_call__`` among them) to an actor class unless the
-    class already has ``__ray_actor_class__``; on the metaclass, it stays out of the class body
-    (which Ray disassembles to identify the class)."""
-
-    @property
-    def __ray_actor_class__(cls):
-        return cls
-
-
-class ArmedGPU(EmulatedGPU, metaclass=_NoExtras):
+class ArmedGPU(EmulatedGPU, cluster.ClosedActor):
     """A grader's emulated GPU: runs only jobs the grader sealed, answers with receipts.
 
     Armed once with the grader's key (:meth:`arm`; whoever arms it first keeps it). It refuses
     a job without the grader's :func:`seal` -- a shortened or invented one -- and returns a
     :func:`receipt` instead of the token, so a result can only come from a job this GPU really
-    ran for as long as the job asked. Ray's extra actor methods are not added to it (it
-    declares ``__ray_actor_class__`` itself): in particular no ``__ray_call__``, which would run
-    any function a driver sends inside the actor (:class:`_NoExtras`).
+    ran for as long as the job asked. A :class:`course.cluster.ClosedActor`: no ``__ray_call__``.
     """
 
     def __init__(self):
@@ -208,12 +196,6 @@ class ArmedGPU(EmulatedGPU, metaclass=_NoExtras):
             raise ValueError(f"job {job.index} was changed after the grader made it (its seal does not match)")
         self._sleep(job.seconds)
         return receipt(self._key, job.token)
-
-    def __ray_ready__(self):
-        return True
-
-    def __ray_terminate__(self):
-        ray.actor.exit_actor()
 
 
 _fleet: list | None = None  # this process's emulated fleet (lessons)

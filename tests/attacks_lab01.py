@@ -115,25 +115,6 @@ ATTACKS["l01-forged-driver"] = dict(
         "then returns the tokens it was given",
 )
 
-# 5. Honest but weak work loses exactly its points --------------------------------------------
-
-ATTACKS["l01-loop-and-typed-model"] = dict(
-    demos=False, replace={"run_pool": '''
-def run_pool(actors, batches, depth=2):
-    """ray.get in a loop: right results, but one call in flight at a time."""
-    return [ray.get(actors[i % len(actors)].process.remote(b)) for i, b in enumerate(batches)]
-''', "model": '''
-def predict_throughput(n_actors, t_kernel, t_overhead):
-    return 1200.0  # typed in from an earlier run
-
-
-def fit_overhead(n_actors, throughputs):
-    return 0.0008  # typed in from an earlier run
-'''},
-    honest=WORKER | {"driver-correct"},
-    why="not an attack: ray.get in a loop and numbers typed into the model lose exactly those points",
-)
-
 # 6. Results computed in the kernel instead of by the actor ----------------------------------
 
 ATTACKS["l01-results-without-actor"] = dict(

@@ -14,13 +14,14 @@ import pytest
 
 import attacks_lab00
 import attacks_lab01
+import attacks_lab02
 import attacks_lab03
 from autograder import checks, cohort
 from notebooks import make_course, submit, variant
 
 pytestmark = pytest.mark.timeout(1800)  # one cohort of ~14 submissions on 2 cores
 
-CORPORA = {m.LAB: m for m in (attacks_lab00, attacks_lab01, attacks_lab03)}
+CORPORA = {m.LAB: m for m in (attacks_lab00, attacks_lab01, attacks_lab02, attacks_lab03)}
 
 
 def _stop_daemons(course: Path) -> None:

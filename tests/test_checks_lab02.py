@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 import time
 
@@ -18,6 +19,7 @@ from ray import cloudpickle
 
 from autograder.checks import lab02
 from autograder.reference import lab02 as ref
+from autograder.session import Learner, Session
 from course import faults
 
 # Ray workers cannot import this test module: ship its classes by value.
@@ -30,6 +32,23 @@ def small(monkeypatch, ray_local):
         lab02.T, chaos_items=240, chaos_kill_every=(70, 100), ckpt_items=120, ckpt_every=(10, 20),
         ckpt_kills=2))
     return lab02.T
+
+
+def session(**learner) -> Session:
+    return Session(lab02.LAB, seed=2024, learner=Learner(namespace=learner))
+
+
+def passes(*names, **learner) -> Session:
+    s = session(**learner)
+    for name in names:
+        r = s.run(name)
+        assert r.passed, (name, r.message)
+    return s
+
+
+def fails(name: str, match: str, **learner) -> None:
+    r = session(**learner).run(name)
+    assert not r.passed and re.search(match, r.message), r.message
 
 
 # --- course.faults without Ray ---------------------------------------------------------------
@@ -94,8 +113,7 @@ def test_dead_actor_is_reported_gone(ray_local):
 # --- latency checks --------------------------------------------------------------------------
 
 def test_reference_latency_passes(ray_local):
-    lab02.latency_sigkill(ref.recovery_latency)
-    lab02.latency_raykill(ref.recovery_latency)
+    passes("latency-sigkill", "latency-raykill", recovery_latency=ref.recovery_latency)
 
 
 def test_latency_that_does_not_wait_fails(ray_local):
@@ -103,29 +121,33 @@ def test_latency_that_does_not_wait_fails(ray_local):
         kill()
         return 0.0
 
-    with pytest.raises(AssertionError, match="before any call was answered by the new process"):
-        lab02.latency_sigkill(no_wait)
+    fails("latency-sigkill", "before any call was answered by the new process", recovery_latency=no_wait)
 
 
 def test_latency_padded_fails(ray_local):
     def padded(actor, kill):
         return ref.recovery_latency(actor, kill) + 5.0
 
-    with pytest.raises(AssertionError, match="allowed up to"):
-        lab02.latency_sigkill(padded)
+    fails("latency-sigkill", "allowed up to", recovery_latency=padded)
 
 
 def test_latency_without_kill_fails(ray_local):
-    with pytest.raises(AssertionError, match="never called kill"):
-        lab02.latency_raykill(lambda actor, kill: 1.0)
+    fails("latency-raykill", "never called kill", recovery_latency=lambda actor, kill: 1.0)
 
 
 def test_latency_blank_fails(ray_local):
     def blank(actor, kill):
         raise NotImplementedError()
 
-    with pytest.raises(AssertionError, match="not implemented yet"):
-        lab02.latency_sigkill(blank)
+    fails("latency-sigkill", "not implemented yet", recovery_latency=blank)
+
+
+def test_the_grader_probe_cannot_be_entered_by_ray_call(ray_local):
+    def sneaky(actor, kill):
+        ray.get(actor.__ray_call__.remote(lambda self: setattr(self, "first_ping", 0.0)))
+        return 0.0
+
+    fails("latency-sigkill", "has no attribute '__ray_call__'", recovery_latency=sneaky)
 
 
 # --- checkpoint checks -----------------------------------------------------------------------
@@ -165,20 +187,17 @@ class StaleTotal(NoCheckpoint.__ray_actor_class__):
 
 
 def test_reference_checkpoint_passes(small):
-    lab02.checkpoint_resume(ref.CheckpointedAccumulator)
-    lab02.checkpoint_interval(ref.CheckpointedAccumulator)
+    passes("checkpoint-resume", "checkpoint-interval", CheckpointedAccumulator=ref.CheckpointedAccumulator)
 
 
 def test_no_checkpoint_loses_both(small):
-    with pytest.raises(AssertionError, match="came back with 0 items.*state guarantee broken"):
-        lab02.checkpoint_resume(NoCheckpoint)
-    with pytest.raises(AssertionError, match="more than one checkpoint interval"):
-        lab02.checkpoint_interval(NoCheckpoint)
+    s = session(CheckpointedAccumulator=NoCheckpoint)
+    assert re.search("came back with 0 items.*state guarantee broken", s.run("checkpoint-resume").message)
+    assert "more than one checkpoint interval" in s.run("checkpoint-interval").message
 
 
 def test_inconsistent_checkpoint_is_caught(small):
-    with pytest.raises(AssertionError, match="checkpoint is inconsistent"):
-        lab02.checkpoint_resume(StaleTotal)
+    fails("checkpoint-resume", "checkpoint is inconsistent", CheckpointedAccumulator=StaleTotal)
 
 
 def test_blank_constructor_is_named(small):
@@ -187,13 +206,12 @@ def test_blank_constructor_is_named(small):
         def __init__(self, path, every):
             raise NotImplementedError()
 
-    with pytest.raises(AssertionError, match=r"CheckpointedAccumulator.__init__ is not implemented yet"):
-        lab02.checkpoint_resume(Blank)
+    fails("checkpoint-resume", r"CheckpointedAccumulator.__init__ is not implemented yet",
+          CheckpointedAccumulator=Blank)
 
 
 def test_checkpoint_needs_an_actor_class(small):
-    with pytest.raises(AssertionError, match="not a Ray actor class"):
-        lab02.checkpoint_resume(NoCheckpoint.__ray_actor_class__)
+    fails("checkpoint-resume", "not a Ray actor class", CheckpointedAccumulator=NoCheckpoint.__ray_actor_class__)
 
 
 # --- chaos checks ----------------------------------------------------------------------------
@@ -223,17 +241,16 @@ class InMemoryDedup:
 
 
 def test_reference_chaos_passes(small):
-    lab02.chaos_complete(ref.PipelineWorker)
-    lab02.chaos_exactly_once(ref.PipelineWorker)
-    report = lab02._chaos[ref.PipelineWorker][0]
+    s = passes("chaos-complete", "chaos-exactly-once", PipelineWorker=ref.PipelineWorker)
+    report = lab02._chaos(s)[0]
     assert len(report.kills) >= 2 and not report.duplicates() and not report.missing()
 
 
 def test_no_retries_is_at_most_once(small):
     cls = ray.remote(max_restarts=-1, max_task_retries=0)(ref.PipelineWorker.__ray_actor_class__)
-    with pytest.raises(AssertionError, match="items were lost.*at-most-once.*completion guarantee broken"):
-        lab02.chaos_complete(cls)
-    lab02.chaos_exactly_once(cls)  # nothing ran twice: the lost calls are completion's business
+    s = session(PipelineWorker=cls)
+    assert re.search("items were lost.*at-most-once.*completion guarantee broken", s.run("chaos-complete").message)
+    assert s.run("chaos-exactly-once").passed  # nothing ran twice: the lost calls are completion's business
 
 
 def test_effects_never_applied_are_caught(small):
@@ -242,25 +259,22 @@ def test_effects_never_applied_are_caught(small):
             return faults.tiny_item(seed)
 
     cls = ray.remote(max_restarts=-1, max_task_retries=-1)(NoEffect)
-    with pytest.raises(AssertionError, match="only 0 of .* planned kills happened"):
-        lab02.chaos_complete(cls)
-    with pytest.raises(AssertionError, match="effect never reached the ledger.*exactly-once broken"):
-        lab02.chaos_exactly_once(cls)
+    s = session(PipelineWorker=cls)
+    assert re.search("only 0 of .* planned kills happened", s.run("chaos-complete").message)
+    assert re.search("effect never reached the ledger.*exactly-once broken", s.run("chaos-exactly-once").message)
 
 
 def test_no_restarts_is_named(small):
     cls = ray.remote(max_restarts=0, max_task_retries=-1)(ref.PipelineWorker.__ray_actor_class__)
-    with pytest.raises(AssertionError, match="restarts are off"):
-        lab02.chaos_complete(cls)
+    fails("chaos-complete", "restarts are off", PipelineWorker=cls)
 
 
 def test_in_memory_dedup_applies_twice(small):
     cls = ray.remote(max_restarts=-1, max_task_retries=-1)(InMemoryDedup)
-    lab02.chaos_complete(cls)  # every item completes: at-least-once works ...
-    with pytest.raises(AssertionError, match="applied more than once.*exactly-once broken"):
-        lab02.chaos_exactly_once(cls)  # ... but effects are applied twice
+    s = session(PipelineWorker=cls)
+    assert s.run("chaos-complete").passed  # every item completes: at-least-once works ...
+    assert re.search("applied more than once.*exactly-once broken", s.run("chaos-exactly-once").message)  # ... but twice
 
 
 def test_chaos_needs_an_actor_class(small):
-    with pytest.raises(AssertionError, match="not a Ray actor class"):
-        lab02.chaos_complete(Naive)
+    fails("chaos-complete", "not a Ray actor class", PipelineWorker=Naive)

@@ -1,10 +1,15 @@
 """Checks for 02_restart_recovery: every point here is earned under injected failures.
 
-* **latency**: the grader hands the learner's ``recovery_latency(actor, kill)`` its own probe
-  actors and a ``kill`` that it performs itself (SIGKILL of the worker process, or
-  ``ray.kill(..., no_restart=False)``). The probe's new process records, on its own clock, when
-  it first answered; the learner's number must lie between that and the moment the function
-  returned (with a small slack).
+All grader-side (see :mod:`autograder.checks`). The grader's reference process starts the
+lab's Ray and the learner's kernel joins it; the grader's own actors -- a probe and a ledger --
+are :class:`course.cluster.ClosedActor` s (no ``__ray_call__``), and the grader finds the
+process to kill in Ray's own actor table, never by asking where learner code runs.
+
+* **latency**: the learner's ``recovery_latency(actor, kill)`` gets the grader's probe actor
+  and a ``kill`` the grader performs itself (SIGKILL of the worker process, or
+  ``ray.kill(..., no_restart=False)``). The probe's new process records, on the machine's
+  monotonic clock, when it first answered; the learner's number must lie between that and
+  the moment the call returned to the grader (with a small slack).
 * **checkpoint**: the grader feeds seeded numbers to the learner's ``CheckpointedAccumulator``
   (interval and path chosen by the grader), SIGKILLs it at seeded item numbers, and checks the
   state it comes back with against the ground truth it keeps: a real checkpoint, consistent,
@@ -21,8 +26,9 @@ Seeds are drawn per run (``AUTOGRADER_SEED`` fixes them).
 from __future__ import annotations
 
 import os
-import random
+import shutil
 import tempfile
+import time
 from collections import Counter
 
 import ray
@@ -30,20 +36,17 @@ import ray
 from course import cluster, faults
 
 from .. import harness
+from ..routines import export, step
+from ..session import Callback, Session, named, stashed
 from ..targets import LAB02 as T
 from . import register
 
 LAB = "02_restart_recovery"
-SEED = int(os.environ.get("AUTOGRADER_SEED") or random.SystemRandom().randrange(2**31))
+RAY = True
+LEARNER_NAMES = ("recovery_latency",)  # the function the checks call (the classes are started as actors)
 
 
-def _rng(salt: int) -> random.Random:
-    return random.Random(SEED * 1000 + salt)
-
-
-def _ray() -> None:
-    cluster.start()  # again: the notebook may have shut Ray down or left an emulated cluster
-
+# --- kit steps: the kernel's side (learner classes as actors) -----------------------------------
 
 def _actor_class(obj, name: str) -> None:
     if not isinstance(obj, ray.actor.ActorClass):
@@ -55,7 +58,7 @@ def _actor_class(obj, name: str) -> None:
 def _constructed(actor, what: str) -> None:
     """Wait for the actor's constructor; a failing constructor becomes a one-line reason."""
     try:
-        ray.get(actor.__ray_ready__.remote(), timeout=T.call_timeout_s)
+        ray.get(actor.__ray_ready__.remote(), timeout=T.restart_timeout_s)
     except ray.exceptions.ActorDiedError as exc:
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         last = lines[-1] if lines else "ActorDiedError"
@@ -63,65 +66,173 @@ def _constructed(actor, what: str) -> None:
             raise AssertionError(f"{what}.__init__ is not implemented yet (it raises NotImplementedError)") from None
         raise AssertionError(f"{what}.__init__ raised {last[:200]}") from None
     except ray.exceptions.GetTimeoutError:
-        raise AssertionError(f"{what}.__init__ did not finish within {T.call_timeout_s:g} s") from None
+        raise AssertionError(f"{what}.__init__ did not finish within {T.restart_timeout_s:g} s") from None
 
 
-# --- recovery latency ------------------------------------------------------------------------
-
-@ray.remote(num_cpus=0)
-class Probe:
-    """The grader's actor: ``ping()`` returns its pid; each process notes its first ping."""
-
-    def __init__(self):
-        import time
-
-        self.born = time.monotonic()
-        self.first_ping = None
-
-    def ping(self):
-        import time
-
-        if self.first_ping is None:
-            self.first_ping = time.monotonic()
-        return os.getpid()
-
-    def info(self):
-        return os.getpid(), self.born, self.first_ping
+@step
+def start_actor(cls, name: str, options: dict, *args):
+    """Kernel side: an actor of the learner's class ``cls`` with ``options``, constructed."""
+    _actor_class(cls, name)
+    cluster.start()
+    actor = cls.options(**options).remote(*args)
+    _constructed(actor, name)
+    return actor
 
 
-_probes: dict = {}
+@step
+def chaos_items(worker, pairs: list, timeout_s: float) -> dict:
+    """Kernel side: ``worker.process(seq, seed)`` for every pair, all submitted at once; each
+    item's value, or why its call failed."""
+    deadline = time.monotonic() + timeout_s
+    refs = [worker.process.remote(seq, seed) for seq, seed in pairs]
+    results, lost = {}, {}
+    for (seq, _), ref in zip(pairs, refs):
+        try:
+            value = ray.get(ref, timeout=max(1.0, deadline - time.monotonic()))
+            results[str(seq)] = value if isinstance(value, (int, float)) else repr(value)[:40]
+        except ray.exceptions.GetTimeoutError:
+            lost[str(seq)] = f"no answer within the run's {timeout_s:g} s"
+        except Exception as exc:  # the learner's task may raise anything
+            cause = getattr(exc, "cause", None)
+            lost[str(seq)] = faults._first_line(cause if isinstance(cause, BaseException) else exc)
+    return {"results": results, "lost": lost}
 
 
-def _probe(retries: int):
-    """One probe per retry setting, reused across checks (creating actors costs seconds)."""
-    if retries not in _probes:
-        _probes[retries] = Probe.options(max_restarts=-1, max_task_retries=retries).remote()
-    return _probes[retries]
+# --- kit steps: the reference process's side (the grader's actors, kills) ------------------------
+
+_held: dict = {}  # the grader's actors in the reference process, by role
 
 
-def _one_latency(recovery_latency, how: str, retries: int) -> str | None:
+@step
+def probe(retries: int) -> str:
+    """Reference side: the grader's probe (restarts on, ``max_task_retries=retries``), exported."""
+    cluster.start()
+    key = f"probe{retries}"
+    if key not in _held:
+        _held[key] = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=int(retries))(faults.Probe).remote()
+    return export(_held[key])
+
+
+@step
+def probe_pid(retries: int) -> int:
+    return int(ray.get(_held[f"probe{retries}"].ping.remote(), timeout=T.restart_timeout_s))
+
+
+@step
+def kill_probe(retries: int, how: str, pid: int) -> float:
+    """Reference side: kill the probe as ``how`` says; the machine's monotonic clock at the kill."""
+    at = time.monotonic()
+    faults.KILLS[how](_held[f"probe{retries}"], int(pid))
+    return at
+
+
+@step
+def probe_recovered(retries: int, old_pid: int) -> list:
+    """Reference side: wait until a new probe process answers; (pid, constructed, first ping)."""
+    probe_ = _held[f"probe{retries}"]
+    deadline = time.monotonic() + T.restart_timeout_s
+    while time.monotonic() < deadline:  # the grader's own ping, after the learner's calls
+        try:
+            if ray.get(probe_.ping.options(max_task_retries=-1).remote(), timeout=5) != int(old_pid):
+                return list(ray.get(probe_.info.remote(), timeout=T.restart_timeout_s))
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            time.sleep(0.01)
+    raise AssertionError(f"the grader's probe did not answer from a new process within {T.restart_timeout_s:g} s")
+
+
+def _grader_classes() -> set[str]:
+    """Names of the grader's own actor classes (every :class:`course.cluster.ClosedActor`)."""
+    out, todo = set(), [cluster.ClosedActor]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            out.add(sub.__name__)
+            todo.append(sub)
+    return out
+
+
+def _learner_pid(actor_id: str, what: str) -> int:
+    """The pid of the learner's actor, from Ray's actor table; never one of the grader's actors."""
+    deadline = time.monotonic() + T.restart_timeout_s
+    while True:
+        record = cluster.gcs_actor(actor_id)
+        if not record or record.get("ActorClassName") in _grader_classes():
+            raise AssertionError(f"no {what} actor with that id in Ray's records")
+        if record.get("State") == "ALIVE" and record.get("Pid"):
+            return int(record["Pid"])
+        if record.get("State") == "DEAD" or time.monotonic() > deadline:
+            raise AssertionError(f"{what} is not alive (state {record.get('State')}): restarts are off?")
+        time.sleep(0.01)
+
+
+@step
+def kill_actor(actor_id: str, what: str) -> int:
+    """Reference side: SIGKILL the learner's actor process (found in Ray's records); its pid."""
+    pid = _learner_pid(actor_id, what)
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+    return pid
+
+
+@step
+def await_restart(actor_id: str, old_pid: int) -> int:
+    """Reference side: the learner's actor's new pid, once Ray's records show it alive again."""
+    try:
+        return faults.wait_restarted(actor_id, int(old_pid), timeout_s=T.restart_timeout_s)
+    except faults.ActorGone as exc:
+        raise AssertionError(f"did not come back after a kill: {exc}") from None
+
+
+@step
+def ledger() -> str:
+    """Reference side: a fresh ledger (the grader's ground truth for the chaos run), exported."""
+    cluster.start()
+    _held["ledger"] = faults.Ledger.remote()
+    return export(_held["ledger"])
+
+
+@step
+def arm_ledger(seq: int, actor_id: str, what: str) -> None:
+    """Reference side: the ledger SIGKILLs the learner's worker when item ``seq``'s effect lands."""
+    ray.get(_held["ledger"].arm.remote(int(seq), _learner_pid(actor_id, what)))
+
+
+@step
+def ledger_report() -> dict:
+    led = _held.pop("ledger")
+    out = {"entries": ray.get(led.entries.remote()), "kills": ray.get(led.kills.remote())}
+    ray.kill(led)
+    return out
+
+
+# --- recovery latency ----------------------------------------------------------------------------
+
+def _one_latency(session: Session, how: str, retries: int) -> str | None:
     """Run the learner's function once against a grader kill; a failure reason, or None."""
-    probe = _probe(retries)
-    pid = faults.actor_pid(probe, timeout_s=T.restart_timeout_s)
+    ref = session.reference
+    blob = session.memo(("probe", retries), lambda: ref.call("kit.probe", retries, what="starting the grader's probe",
+                                                             returns="string", timeout_s=T.restart_timeout_s))
+    pid = ref.call("kit.probe_pid", retries, what="the probe's pid", returns="integer", timeout_s=T.restart_timeout_s)
     killed = {}
 
     def kill():
         if killed:
-            raise RuntimeError("kill() may be called once per measurement")
-        killed["at"] = harness.monotonic()
-        faults.KILLS[how](probe, pid)
+            raise ValueError("kill() may be called once per measurement")
+        try:
+            killed["at"] = ref.call("kit.kill_probe", retries, how, pid, what="the grader's kill", returns="number",
+                                    timeout_s=T.restart_timeout_s)
+        except AssertionError as exc:
+            raise ValueError(str(exc)) from None
 
-    got = harness.call(recovery_latency, probe, kill, what="recovery_latency(actor, kill)",
-                       timeout_s=T.call_timeout_s)
+    got = session.learner.call("recovery_latency", {"handle": blob}, Callback(kill, name="kill"),
+                               what="recovery_latency(actor, kill)", returns="number",
+                               timeout_s=session.call_timeout_s)
     returned = harness.monotonic()
     if not killed:
         return f"recovery_latency never called kill() (after a {how})"
-    try:
-        got = float(got)
-    except (TypeError, ValueError):
-        return f"recovery_latency returned {got!r}; expected seconds (a number)"
-    new_pid, _ = faults.wait_until_answers(probe, old_pid=pid, timeout_s=T.restart_timeout_s)
-    _, born, first = ray.get(probe.info.remote())
+    _, born, first = ref.call("kit.probe_recovered", retries, pid, what="waiting for the probe to answer again",
+                              returns="json", timeout_s=T.restart_timeout_s + 5)
     upper = returned - killed["at"]
     if first is None or first > returned:
         return (f"after a {how} (probe with max_task_retries={retries}), recovery_latency returned "
@@ -141,83 +252,62 @@ def _one_latency(recovery_latency, how: str, retries: int) -> str | None:
     return None
 
 
-def _latency_check(recovery_latency, how: str, retries: int) -> None:
-    _ray()
-    with faults.quiet_stderr():
-        reason = _one_latency(recovery_latency, how, retries)
-    if reason:
-        raise AssertionError(reason + f" (seed {SEED})")
-
-
-@register(LAB, "latency-sigkill", 2)
-def latency_sigkill(recovery_latency):
+@register(LAB, "latency-sigkill", 2, grader_side=True)
+def latency_sigkill(session):
     """The learner's recovery latency after the grader SIGKILLs the actor's process.
 
     The probe has ``max_task_retries=0``: calls fail fast while it restarts."""
-    _latency_check(recovery_latency, "sigkill", 0)
+    reason = _one_latency(session, "sigkill", 0)
+    if reason:
+        raise AssertionError(reason)
 
 
-@register(LAB, "latency-raykill", 2)
-def latency_raykill(recovery_latency):
+@register(LAB, "latency-raykill", 2, grader_side=True)
+def latency_raykill(session):
     """... and after ``ray.kill(actor, no_restart=False)``, which returns before the old process is gone.
 
     The probe has ``max_task_retries=-1``: calls wait while it restarts."""
-    _latency_check(recovery_latency, "ray.kill", -1)
+    reason = _one_latency(session, "ray.kill", -1)
+    if reason:
+        raise AssertionError(reason)
 
 
-# --- checkpointed state ----------------------------------------------------------------------
+# --- checkpointed state --------------------------------------------------------------------------
 
-_ckpt: dict = {}
-
-
-def _checkpoint_run(CheckpointedAccumulator):
-    """Feed, kill at seeded items, read the state back, replay from it. Memoised per class."""
-    if CheckpointedAccumulator in _ckpt:
-        result = _ckpt[CheckpointedAccumulator]
-    else:
-        try:
-            with faults.quiet_stderr():
-                result = _do_checkpoint_run(CheckpointedAccumulator)
-        except AssertionError as exc:
-            result = exc
-        _ckpt[CheckpointedAccumulator] = result
-    if isinstance(result, AssertionError):
-        raise result
-    return result
-
-
-def _do_checkpoint_run(cls):
-    _actor_class(cls, "CheckpointedAccumulator")
-    _ray()
-    rng = _rng(20)
+def measure_checkpoint(session: Session) -> dict:
+    """Feed, kill at seeded items, read the state back, replay from it."""
+    rng = session.rng(20)
     every = rng.randint(*T.ckpt_every)
     xs = [rng.randint(1, 1000) for _ in range(T.ckpt_items)]
     kills = sorted(rng.sample([n for n in range(every + 1, T.ckpt_items - 1) if n % every], T.ckpt_kills))
-    path = os.path.join(tempfile.mkdtemp(prefix="ckpt-"), f"accumulator-{SEED}.json")
+    folder = tempfile.mkdtemp(prefix="ckpt-")
+    path = os.path.join(folder, f"accumulator-{session.seed}.json")
     what = "CheckpointedAccumulator"
-    actor = harness.call(lambda: cls.options(max_restarts=-1, max_task_retries=0).remote(path, every),
-                         what=f"{what}.remote(path, every)")
-    _constructed(actor, what)
+    learner, timeout_s = session.learner, session.call_timeout_s
+    learner.call("kit.start_actor", named(what), what, {"max_restarts": -1, "max_task_retries": 0}, path, every,
+                 what=f"{what}.remote(path, every)", keep="accumulator", timeout_s=timeout_s)
+    actor_id = learner.call("kit.actor_id", stashed("accumulator"), what=what, returns="string", timeout_s=timeout_s)
 
     def feed(lo, hi):
-        refs = [actor.add.remote(x) for x in xs[lo:hi]]
-        harness.call(ray.get, refs, what=f"{what}.add", timeout_s=T.call_timeout_s)
+        learner.call("kit.calls", stashed("accumulator"), "add", [[x] for x in xs[lo:hi]], what=f"{what}.add",
+                     timeout_s=timeout_s)
 
     def state():
-        got = harness.call(ray.get, actor.state.remote(), what=f"{what}.state()", timeout_s=T.call_timeout_s)
-        try:
-            count, total = got
-            return int(count), total
-        except (TypeError, ValueError):
-            raise AssertionError(f"{what}.state() returned {got!r}; expected (count, total)") from None
+        got = learner.call("kit.calls", stashed("accumulator"), "state", [[]], what=f"{what}.state()",
+                           returns="json", timeout_s=timeout_s)[0]
+        if not (isinstance(got, list) and len(got) == 2 and isinstance(got[0], int)
+                and isinstance(got[1], (int, float))):
+            raise AssertionError(f"{what}.state() returned {str(got)[:60]}; expected (count, total)")
+        return got
 
     events, fed, final = [], 0, None
     try:
         for n in kills:
             feed(fed, n)
-            pid = faults.actor_pid(actor, timeout_s=T.restart_timeout_s)
-            faults.sigkill(actor, pid)
-            faults.wait_until_answers(actor, old_pid=pid, timeout_s=T.restart_timeout_s)
+            pid = session.reference.call("kit.kill_actor", actor_id, what, what=f"killing {what}", returns="integer",
+                                         timeout_s=T.restart_timeout_s + 5)
+            session.reference.call("kit.await_restart", actor_id, pid, what=what, returns="integer",
+                                   timeout_s=T.restart_timeout_s + 5)
             count, total = state()
             events.append((n, count, total))
             if not 0 <= count <= n:
@@ -226,85 +316,95 @@ def _do_checkpoint_run(cls):
         else:
             feed(fed, len(xs))
             final = state()
-    except faults.ActorGone as exc:
-        raise AssertionError(f"{what} did not come back after a kill: {exc}") from None
     finally:
-        ray.kill(actor)
+        learner.call("kit.release", stashed("accumulator"), what="releasing the actor", timeout_s=timeout_s)
+        shutil.rmtree(folder, ignore_errors=True)
     return {"every": every, "xs": xs, "events": events, "final": final, "path": path}
 
 
-@register(LAB, "checkpoint-resume", 3)
-def checkpoint_resume(CheckpointedAccumulator):
+def _checkpoint(session: Session) -> dict:
+    return session.memo(measure_checkpoint, lambda: measure_checkpoint(session))
+
+
+@register(LAB, "checkpoint-resume", 3, grader_side=True)
+def checkpoint_resume(session):
     """After each SIGKILL the actor resumes from a real, consistent checkpoint; the end state is right."""
-    run = _checkpoint_run(CheckpointedAccumulator)
+    run = _checkpoint(session)
     every, xs = run["every"], run["xs"]
     for n, count, total in run["events"]:
         if not 0 <= count <= n:
             raise AssertionError(f"after a kill at item {n} the actor claims {count} items: it cannot have "
-                                 f"more than it was sent (checkpoint every {every}; seed {SEED})")
+                                 f"more than it was sent (checkpoint every {every})")
         if count == 0:
             raise AssertionError(f"after a SIGKILL at item {n} the actor came back with 0 items: the "
                                  f"constructor re-ran with empty state -- save (count, total) every {every} "
-                                 f"items to path and restore it in __init__ (state guarantee broken; seed {SEED})")
+                                 f"items to path and restore it in __init__ (state guarantee broken)")
         if total != sum(xs[:count]):
             raise AssertionError(f"after a kill at item {n} the actor resumed with count {count} but total "
                                  f"{total!r}, not the {sum(xs[:count])} of its first {count} items: the "
-                                 f"checkpoint is inconsistent (seed {SEED})")
-    if run["final"] != (len(xs), sum(xs)):
+                                 "checkpoint is inconsistent")
+    if run["final"] != [len(xs), sum(xs)]:
         raise AssertionError(f"after all {len(xs)} items (replayed from each checkpoint) the actor reports "
-                             f"{run['final']}; the grader's truth is ({len(xs)}, {sum(xs)}) (seed {SEED})")
+                             f"{run['final']}; the grader's truth is ({len(xs)}, {sum(xs)})")
 
 
-@register(LAB, "checkpoint-interval", 2)
-def checkpoint_interval(CheckpointedAccumulator):
+@register(LAB, "checkpoint-interval", 2, grader_side=True)
+def checkpoint_interval(session):
     """Work redone after each kill is at most one checkpoint interval."""
-    run = _checkpoint_run(CheckpointedAccumulator)
+    run = _checkpoint(session)
     every = run["every"]
     for n, count, _ in run["events"]:
         if n - count > every:
             raise AssertionError(f"killed at item {n}, the actor resumed from item {count}: {n - count} "
                                  f"items redone, more than one checkpoint interval ({every}); checkpoint "
-                                 f"every `every` items (seed {SEED})")
+                                 "every `every` items")
 
 
-# --- chaos: exactly-once effects under repeated kills -----------------------------------------
+# --- chaos: exactly-once effects under repeated kills ---------------------------------------------
 
-_chaos: dict = {}
-
-
-def _chaos_run(PipelineWorker):
-    if PipelineWorker in _chaos:
-        result = _chaos[PipelineWorker]
-    else:
-        try:
-            with faults.quiet_stderr():
-                result = _do_chaos_run(PipelineWorker)
-        except AssertionError as exc:
-            result = exc
-        _chaos[PipelineWorker] = result
-    if isinstance(result, AssertionError):
-        raise result
-    return result
-
-
-def _do_chaos_run(cls):
-    _actor_class(cls, "PipelineWorker")
-    _ray()
-    rng = _rng(30)
+def measure_chaos(session: Session):
+    """Send item ``seq`` for every seq, in chunks that each end with one armed kill: before each
+    chunk the grader arms its ledger with the worker's current pid (from Ray's records)."""
+    rng = session.rng(30)
     n = T.chaos_items
     seeds = [rng.randrange(2**31) for _ in range(n)]
     kill_at = faults.kill_points(n, T.chaos_kill_every, rng)
-    ledger = faults.Ledger.remote()
-    worker = harness.call(cls.remote, ledger, what="PipelineWorker.remote(ledger)")
-    _constructed(worker, "PipelineWorker")
+    ref, learner, what = session.reference, session.learner, "PipelineWorker"
+    blob = ref.call("kit.ledger", what="starting the grader's ledger", returns="string", timeout_s=T.restart_timeout_s)
+    learner.call("kit.start_actor", named(what), what, {}, {"handle": blob}, what=f"{what}.remote(ledger)",
+                 keep="worker", timeout_s=session.call_timeout_s)
+    actor_id = learner.call("kit.actor_id", stashed("worker"), what=what, returns="string",
+                            timeout_s=session.call_timeout_s)
+    t0 = harness.perf_counter()
+    bounds = [0] + [k + 1 for k in kill_at] + [n]
+    results, lost = {}, {}
     try:
-        report = harness.call(faults.chaos_run, worker, ledger, seeds, kill_at, timeout_s=T.chaos_timeout_s,
-                              what="the chaos run of PipelineWorker")
+        for lo, hi, k in zip(bounds[:-1], bounds[1:], kill_at + [None]):
+            left = T.chaos_timeout_s - (harness.perf_counter() - t0)
+            if left <= 0:
+                lost.update({seq: f"not sent: the run passed {T.chaos_timeout_s:g} s" for seq in range(lo, n)})
+                break
+            if k is not None:
+                try:
+                    ref.call("kit.arm_ledger", k, actor_id, what, what="arming the ledger", timeout_s=T.restart_timeout_s + 5)
+                except AssertionError as exc:
+                    lost.update({seq: f"not restarted: {exc}" for seq in range(lo, n)})
+                    break
+            out = learner.call("kit.chaos_items", stashed("worker"), [[seq, seeds[seq]] for seq in range(lo, hi)],
+                               max(1.0, left), what=f"{what}.process(seq, seed)", returns="json",
+                               timeout_s=max(1.0, left) + 10)
+            results.update({int(s): v for s, v in out.get("results", {}).items()})
+            lost.update({int(s): str(v) for s, v in out.get("lost", {}).items()})
     finally:
-        ray.kill(worker)
-        ray.kill(ledger)
-    expected = [faults.tiny_item(s) for s in seeds]
-    return report, expected, kill_at
+        learner.call("kit.release", stashed("worker"), what="releasing the actor", timeout_s=session.call_timeout_s)
+        report = ref.call("kit.ledger_report", what="reading the ledger", returns="json", timeout_s=T.restart_timeout_s)
+    chaos = faults.ChaosReport(n, results, lost, [tuple(e) for e in report["entries"]], report["kills"],
+                               harness.perf_counter() - t0)
+    return chaos, [faults.tiny_item(s) for s in seeds], kill_at
+
+
+def _chaos(session: Session):
+    return session.memo(measure_chaos, lambda: measure_chaos(session))
 
 
 def _why_lost(lost: dict) -> str:
@@ -320,14 +420,14 @@ def _why_lost(lost: dict) -> str:
     return f"e.g. {count} with: {reason}"
 
 
-@register(LAB, "chaos-complete", 3)
-def chaos_complete(PipelineWorker):
+@register(LAB, "chaos-complete", 3, grader_side=True)
+def chaos_complete(session):
     """>= 1,000 items under repeated worker kills: every item completes with the right value."""
-    report, expected, kill_at = _chaos_run(PipelineWorker)
+    report, expected, kill_at = _chaos(session)
     n = report.n
     if report.lost:
         raise AssertionError(f"{len(report.lost)} of {n:,} items were lost under {len(report.kills)} worker "
-                             f"kills: {_why_lost(report.lost)} (completion guarantee broken; seed {SEED})")
+                             f"kills: {_why_lost(report.lost)} (completion guarantee broken)")
     wrong = [s for s in range(n) if report.results.get(s) != expected[s]]
     if wrong:
         s = wrong[0]
@@ -336,13 +436,13 @@ def chaos_complete(PipelineWorker):
     if len(report.kills) < len(kill_at):
         raise AssertionError(f"only {len(report.kills)} of {len(kill_at)} planned kills happened: process "
                              "must apply each item's effect with ledger.add(seq, value), so completion under "
-                             f"failure was not tested (seed {SEED})")
+                             "failure was not tested")
 
 
-@register(LAB, "chaos-exactly-once", 3)
-def chaos_exactly_once(PipelineWorker):
+@register(LAB, "chaos-exactly-once", 3, grader_side=True)
+def chaos_exactly_once(session):
     """... and no effect was applied twice; every item that returned has its one effect in the ledger."""
-    report, expected, kill_at = _chaos_run(PipelineWorker)
+    report, expected, kill_at = _chaos(session)
     n = report.n
     dup = report.duplicates()
     if dup:
@@ -350,7 +450,7 @@ def chaos_exactly_once(PipelineWorker):
         raise AssertionError(f"{len(dup)} of {n:,} effects were applied more than once (seq {s}: {dup[s]}x) "
                              f"across {len(report.kills)} kills: a retried call re-applied its update -- skip "
                              "it when the ledger has already applied that sequence number (a set kept in "
-                             f"the actor's memory is lost with the process) (exactly-once broken; seed {SEED})")
+                             f"the actor's memory is lost with the process) (exactly-once broken)")
     # An item whose call failed may or may not have applied its effect (at-most-once):
     # chaos-complete scores those. Here: every item that returned has exactly one effect.
     missing = [s for s in report.missing() if s in report.results]
@@ -358,7 +458,7 @@ def chaos_exactly_once(PipelineWorker):
         s = missing[0]
         raise AssertionError(f"{len(missing)} of {n:,} items returned a value but their effect never reached "
                              f"the ledger (seq {s} first): process must apply it with ledger.add(seq, value) "
-                             f"(exactly-once broken: lost effects; seed {SEED})")
+                             f"(exactly-once broken: lost effects)")
     bad = [(s, v) for s, v in report.entries if v != expected[s]]
     if bad:
         s, v = bad[0]
@@ -367,21 +467,15 @@ def chaos_exactly_once(PipelineWorker):
 
 def calibrate() -> list[str]:
     """The reference through every check, with the numbers the grader saw."""
-    from ..reference import lab02 as reference
+    from ..reference_process import namespace
+    from ..session import Learner
 
+    session = Session(LAB, learner=Learner(namespace=namespace(LAB)))
     out = []
-    for name, fn, arg in [("latency-sigkill", latency_sigkill, reference.recovery_latency),
-                          ("latency-raykill", latency_raykill, reference.recovery_latency),
-                          ("checkpoint-resume", checkpoint_resume, reference.CheckpointedAccumulator),
-                          ("checkpoint-interval", checkpoint_interval, reference.CheckpointedAccumulator),
-                          ("chaos-complete", chaos_complete, reference.PipelineWorker),
-                          ("chaos-exactly-once", chaos_exactly_once, reference.PipelineWorker)]:
+    for name in session.checks:
         t = harness.perf_counter()
-        try:
-            fn(arg)
-            out.append(f"{name}: pass ({harness.perf_counter() - t:.1f} s)")
-        except AssertionError as exc:
-            out.append(f"{name}: FAIL {exc}")
-    report = _chaos[reference.PipelineWorker][0]
+        r = session.run(name)
+        out.append(f"{name}: {'pass' if r.passed else 'FAIL ' + r.message} ({harness.perf_counter() - t:.1f} s)")
+    report = _chaos(session)[0]
     out.append(f"chaos: {report.n} items, {len(report.kills)} kills, {report.seconds:.1f} s")
     return out
