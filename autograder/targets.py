@@ -104,6 +104,8 @@ class Lab03:
     # Placement groups cost more here: the reference measured 0.62-0.69x on a loaded 2-core machine.
     groups_overhead_tiers: tuple = (0.35, 0.5)
     pg_ready_timeout_s: float = 30.0       # a learner's placement groups must be ready by then
+    drain_timeout_s: float = 60.0          # kernels still queued after a run must start by then (worker
+                                           # start-up on a loaded 2-core machine left 12 pending after 20 s)
 
 
 LAB03 = Lab03()

@@ -179,7 +179,7 @@ def measure_policy(policy: dict) -> dict:
 def _runner(options):
     def go(demand, seconds):
         try:
-            return tenancy.run(options, demand, seconds=seconds, drain_timeout_s=20)
+            return tenancy.run(options, demand, seconds=seconds, drain_timeout_s=T.drain_timeout_s)
         except (TypeError, ValueError, TimeoutError) as exc:
             raise AssertionError(f"running the tenants' kernels failed: {exc}") from None
     return go
