@@ -58,7 +58,9 @@ class ReferenceProcess:
             raise RuntimeError(f"the reference process did not start: {self.log()[-500:]}")
         self.remote = Learner(self._conn)
         if ray:
-            self.ray_env["RAY_ADDRESS"] = self.remote.call("kit.address", what="starting the lab's Ray",
+            from .checks import ray_start
+
+            self.ray_env["RAY_ADDRESS"] = self.remote.call("kit.address", ray_start(lab), what="starting the lab's Ray",
                                                            returns="string", timeout_s=START_TIMEOUT_S)
 
     def _hold(self, conn) -> None:
@@ -108,10 +110,9 @@ def main(lab: str) -> None:
     except ProtocolError:
         pass
     finally:
-        import ray
+        from course import cluster
 
-        if ray.is_initialized():
-            ray.shutdown()
+        cluster.stop()  # the lab's Ray, an emulated cluster's nodes included
 
 
 if __name__ == "__main__":

@@ -20,11 +20,11 @@ def connect() -> None:
     fleet.start()
 
 
-def address() -> str:
-    """The address of the Ray this process is connected to (the reference process starts it)."""
+def address(start: str = "connect") -> str:
+    """Start this lab's Ray with the kit step ``start`` (the reference process does); its address."""
     import ray
 
-    connect()
+    STEPS[start]()
     return ray.get_runtime_context().gcs_address
 
 
@@ -84,6 +84,16 @@ def release(workers: list) -> None:
     fleet.release(workers if isinstance(workers, list) else [workers])
 
 
+def forget(key: str) -> None:
+    """Let go of what an earlier request kept under ``key`` (a job's actors go with it)."""
+    import gc
+
+    from .agent import _stash
+
+    _stash.pop(str(key), None)
+    gc.collect()
+
+
 def armed_fleet(n: int, key_hex: str) -> list[str]:
     """``n`` armed emulated GPUs (:func:`course.fleet.armed`), as serialized actor handles.
 
@@ -111,7 +121,7 @@ _held: list = []
 
 
 STEPS = {f.__name__: f for f in (connect, address, actors, batches, process_all, method, calls, actor_id,
-                                 release, armed_fleet)}
+                                 release, forget, armed_fleet)}
 
 
 def step(fn):

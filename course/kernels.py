@@ -100,7 +100,7 @@ def process(images):
     """
     if backend.on_gpu() and not isinstance(images, np.ndarray):
         return blur_cupy(images).mean(axis=(1, 2), dtype="float32")
-    return blur_numpy(backend.to_host(images)).mean(axis=(1, 2), dtype=np.float32)
+    return blur_numpy(np.asarray(backend.to_host(images))).mean(axis=(1, 2), dtype=np.float32)
 
 
 def checksum(result) -> float:

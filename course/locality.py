@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import hmac
+import os
 import random
 import time
 from dataclasses import dataclass, field, replace
@@ -43,7 +45,12 @@ def start(nodes: int = NODES) -> list[str]:
     """Connect to an emulated cluster of ``nodes`` nodes (starting one if needed); its node ids.
 
     Reuses the cluster this process already started when it still has ``nodes`` alive nodes.
+    With ``RAY_ADDRESS`` set it joins that cluster instead (while grading, the grader's own
+    emulated cluster; or a real one).
     """
+    if os.environ.get("RAY_ADDRESS"):
+        cluster.start()
+        return node_ids()
     if not (ray.is_initialized() and cluster._emulated is not None and len(node_ids()) >= nodes):
         cluster.emulated(nodes, cpus_per_node=CPUS_PER_NODE, object_store_mb=OBJECT_STORE_MB)
     return node_ids()
@@ -73,7 +80,7 @@ class Shard:
     index: int
     ref: ray.ObjectRef
     node: str       # the node it was produced on (soft affinity: Ray may have chosen another)
-    seed: int       # make_batch seed of its images
+    seed: int | None  # make_batch seed of its images (None: the grader's shards keep theirs to themselves)
     images: int
 
     @property
@@ -107,9 +114,13 @@ def make_shards(placement: Sequence[str], *, images: int = SHARD_IMAGES, seed: i
     Soft node affinity: a shard whose node is lost can be rebuilt elsewhere from lineage
     (a hard pin would make it unreconstructable).
     """
+    return produce(placement, [seed * 100_003 + i for i in range(len(placement))], images, timeout_s)
+
+
+def produce(placement: Sequence[str], seeds: Sequence[int], images: int, timeout_s: float = 120.0) -> list[Shard]:
+    """Shard i made on ``placement[i]`` from ``seeds[i]`` (:func:`make_shards` draws the seeds)."""
     shards = []
-    for i, node in enumerate(placement):
-        s = seed * 100_003 + i
+    for i, (node, s) in enumerate(zip(placement, seeds, strict=True)):
         ref = _produce.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True)).remote(images, s)
         shards.append(Shard(i, ref, node, s, images))
     refs = [sh.ref for sh in shards]
@@ -123,6 +134,22 @@ def locations(refs: Sequence[ray.ObjectRef]) -> list[set[str]]:
     """The nodes holding a copy of each object, from Ray's object directory."""
     found = ray.experimental.get_object_locations(list(refs))
     return [set(found.get(r, {}).get("node_ids") or []) for r in refs]
+
+
+def store_bytes() -> dict[str, int]:
+    """Bytes each node's object store has created so far (Ray's raylet counters), by node id.
+
+    Every object written to a store counts: a shard produced there, a copy fetched from
+    another node, a large task result. The difference over a run is what the run wrote.
+    """
+    from ray._private import internal_api
+
+    out = {}
+    for n in ray.nodes():
+        if n.get("Alive"):
+            reply = internal_api.node_stats(n["NodeManagerAddress"], n["NodeManagerPort"], include_memory_info=False)
+            out[n["NodeID"]] = int(reply.store_stats.cumulative_created_bytes)
+    return out
 
 
 def digest(batch) -> str:
@@ -166,6 +193,7 @@ class Trace:
     seconds: float
     ran_on: dict = field(default_factory=dict)  # shard index -> node that processed it (from stamps)
     returned: tuple = ()          # type names of what the job returned (for error messages)
+    written: int = 0              # bytes the object stores created during the run (all nodes)
 
     @property
     def total_bytes(self) -> int:
@@ -212,11 +240,12 @@ def trace(run: Callable[[list], list], shards: list, *, clock=time.perf_counter)
     Each returned :class:`Processed` is matched to its shard by digest, so a job may return
     results in any order, but each shard counts once.
     """
-    before = locations([sh.ref for sh in shards])
+    before, stored = locations([sh.ref for sh in shards]), store_bytes()
     t0 = clock()
     results = run(shards)
     seconds = clock() - t0
     after = locations([sh.ref for sh in shards])
+    written = sum(store_bytes().get(n, b) - b for n, b in stored.items())
     results = list(results) if results is not None else []
     by_digest = {shard_digest(sh): sh.index for sh in shards}
     ran_on, ordered = {}, [None] * len(shards)
@@ -229,7 +258,7 @@ def trace(run: Callable[[list], list], shards: list, *, clock=time.perf_counter)
     # The trace keeps what each shard was, not the object: held refs would keep every round's
     # shards in the object stores until they spill to disk.
     kept = [replace(sh, ref=None) for sh in shards]
-    return Trace(kept, before, after, ordered, seconds, ran_on, kinds)
+    return Trace(kept, before, after, ordered, seconds, ran_on, kinds, written)
 
 
 def measure(job_class, nodes: Sequence[str], placements: dict, *, rounds: int = 2,
@@ -250,15 +279,104 @@ def measure(job_class, nodes: Sequence[str], placements: dict, *, rounds: int = 
         gc.collect()
 
 
+# -- the grader's dataset ----------------------------------------------------------------------
+
+def _signed(key: bytes, given: str) -> None:
+    if not hmac.compare_digest(bytes.fromhex(str(given)), key):
+        raise PermissionError("only the grader that made this store may change it")
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class ShardStore(cluster.ClosedActor):
+    """A grader's dataset: seeded shards it produces and owns, and hands out without their seeds.
+
+    Learner code gets the shards (``shards(name)``) and may read their bytes wherever it
+    likes; only the holder of ``key`` makes, copies and drops them. The store is the owner
+    of every shard, so Ray's object directory for them is the store's (``locations``). A
+    :class:`course.cluster.ClosedActor`: no ``__ray_call__`` to reach its seeds with.
+    """
+
+    def __init__(self, key_hex: str):
+        self._key = bytes.fromhex(key_hex)
+        self._sets: dict[str, list[Shard]] = {}
+
+    def make(self, key_hex: str, name: str, placement: list, seeds: list, images: int) -> None:
+        """Shards ``name``: one per node of ``placement``, the i-th with ``seeds[i]``, made and waited for."""
+        _signed(self._key, key_hex)
+        self._sets[str(name)] = produce(list(placement), [int(x) for x in seeds], int(images))
+
+    def shards(self, name: str) -> list[Shard]:
+        return [replace(sh, seed=None) for sh in self._sets[str(name)]]
+
+    def locations(self, name: str) -> list[list[str]]:
+        return [sorted(n) for n in locations([sh.ref for sh in self._sets[str(name)]])]
+
+    def copy_to(self, key_hex: str, name: str, index: int, node: str) -> None:
+        """A second copy of one shard, on ``node`` (a task there reads it)."""
+        _signed(self._key, key_hex)
+        pull = _touch.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+        ray.get(pull.remote(self._sets[str(name)][int(index)].ref))
+
+    def drop(self, key_hex: str, name: str) -> None:
+        _signed(self._key, key_hex)
+        self._sets.pop(str(name), None)
+
+
+@ray.remote(num_cpus=0)
+def _touch(batch) -> int:
+    return len(batch)
+
+
+def shard_store(key: bytes):
+    """A :class:`ShardStore` on the head node (the node this driver runs on), ready."""
+    store = ShardStore.options(scheduling_strategy=NodeAffinitySchedulingStrategy(here(), soft=False)).remote(key.hex())
+    ray.get(store.__ray_ready__.remote())
+    return store
+
+
 # -- device-level affinity ---------------------------------------------------------------------
 
 _copied = {"bytes": 0}
 
 
+@ray.remote(num_cpus=0, max_restarts=0)
+class BatchSource(cluster.ClosedActor):
+    """A grader's host batch: seeded images it serves, counting every read (``reads``)."""
+
+    def __init__(self, images: int, seed: int):
+        self._batch = kernels.make_batch(int(images), seed=int(seed), device=False)
+        self._reads = 0
+
+    def read(self):
+        self._reads += 1
+        return self._batch
+
+    def reads(self) -> int:
+        return self._reads
+
+
+class HostBatch:
+    """A batch in host memory that a grader serves (:class:`BatchSource`): each read of its
+    bytes -- :func:`to_device`, ``np.asarray`` -- is one copy the grader counts."""
+
+    def __init__(self, source, images: int):
+        self._source, self.images = source, int(images)
+
+    def read(self) -> np.ndarray:
+        return ray.get(self._source.read.remote())
+
+    def __array__(self, dtype=None, copy=None):
+        host = self.read()
+        return host if dtype is None else host.astype(dtype)
+
+    def __len__(self) -> int:
+        return self.images
+
+
 def to_device(batch):
     """Copy a host batch to the device: CuPy's host-to-device copy, or on a CPU a host copy
     standing in for it. Counted per process (:func:`copied_bytes`)."""
-    host = backend.to_host(batch)
+    host = batch.read() if isinstance(batch, HostBatch) else backend.to_host(batch)
     _copied["bytes"] += host.nbytes
     return backend.to_device(host) if backend.on_gpu() else np.array(host, copy=True)
 

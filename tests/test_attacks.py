@@ -16,12 +16,13 @@ import attacks_lab00
 import attacks_lab01
 import attacks_lab02
 import attacks_lab03
+import attacks_lab04
 from autograder import checks, cohort
 from notebooks import make_course, submit, variant
 
 pytestmark = pytest.mark.timeout(1800)  # one cohort of ~14 submissions on 2 cores
 
-CORPORA = {m.LAB: m for m in (attacks_lab00, attacks_lab01, attacks_lab02, attacks_lab03)}
+CORPORA = {m.LAB: m for m in (attacks_lab00, attacks_lab01, attacks_lab02, attacks_lab03, attacks_lab04)}
 
 
 def _stop_daemons(course: Path) -> None:
@@ -54,7 +55,7 @@ def _grade(lab: str, tmp: Path, mp: pytest.MonkeyPatch) -> tuple:
     corpus = CORPORA[lab]
     course = make_course(tmp / "course", [lab])
     for name, spec in corpus.ATTACKS.items():
-        kwargs = {k: v for k, v in spec.items() if k not in ("honest", "why", "open_issue")}
+        kwargs = {k: v for k, v in spec.items() if k not in ("honest", "may_lose", "why", "open_issue")}
         submit(course, name, lab, variant(lab, tmp / f"{name}.ipynb", **kwargs))
     mp.setenv("AUTOGRADER_SEED", str(corpus.SEED))  # an instructor's fixed seed (README), as attacks assume
     mp.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")
@@ -98,14 +99,18 @@ def test_attack_earns_no_unearned_point(graded, lab, name):
     rows, gradebook, _ = graded(lab)
     ATTACKS = CORPORA[lab].ATTACKS
     POINTS = {n: c.points for n, c in checks.for_lab(lab).items()}
-    honest = ATTACKS[name]["honest"]
-    assert honest <= set(POINTS), f"unknown checks in {name}'s honest set"
+    honest, may_lose = ATTACKS[name]["honest"], ATTACKS[name].get("may_lose", set())
+    assert honest | may_lose <= set(POINTS), f"unknown checks in {name}'s honest set"
     earned = sum(POINTS[c] for c in honest)
     row = rows.get(name)
     assert row is not None, f"{name} has no row in grades.csv"
     failed = set(row["failed_checks"].split())
     report = (f"{name} ({ATTACKS[name]['why']}): grades.csv score {row['score']}/{row['max_score']}, "
               f"status {row['status']!r}, failed {sorted(failed)}, "
-              f"gradebook {gradebook[name]:g}; honest work earns {earned:g} ({sorted(honest)})")
+              f"gradebook {gradebook[name]:g}; honest work earns {earned:g} ({sorted(honest)})"
+              + (f", and may earn {sorted(may_lose)} as measured" if may_lose else ""))
+    # what it may earn as measured (e.g. a misplaced job's throughput) counts when it passed
+    earned += sum(POINTS[c] for c in may_lose - failed)
+    assert failed >= set(POINTS) - honest - may_lose, report
     assert float(row["score"]) == earned and float(row["max_score"]) == sum(POINTS.values()), report
     assert gradebook[name] == earned, report

@@ -97,6 +97,13 @@ def needs_ray(lab: str) -> bool:
     return bool(getattr(importlib.import_module(module_for(lab)), "RAY", False))
 
 
+def ray_start(lab: str) -> str:
+    """The kit step that starts a lab's Ray in the reference process (its module's ``RAY_START``;
+    by default the fleet's resources on one node)."""
+    for_lab(lab)
+    return str(getattr(importlib.import_module(module_for(lab)), "RAY_START", "connect"))
+
+
 def learner_names(lab: str) -> tuple[str, ...]:
     """The learner functions a lab's grader-side checks call (its module's ``LEARNER_NAMES``)."""
     for_lab(lab)

@@ -1,245 +1,463 @@
-"""Checks for 04_data_affinity: where the learner's job runs each shard, and the bytes it moves.
+"""Checks for 04_data_affinity: where the learner's job reads each shard, and the bytes it moves.
 
-The grader produces its own shards on the notebook's emulated cluster (started fresh by the
-locked setup cell in every grading run, so node ids copied from an earlier session are dead),
-in a seeded, uneven placement that differs from the notebook's round-robin one. It runs the
-learner's locality-aware job class on them under :func:`course.locality.trace`: where each
-shard was processed comes from :func:`course.locality.process`'s stamps, the bytes copied
-between object stores from Ray's object directory -- never from the job's own counters. The
-naive placement (the reference's) is traced in the same run for the bytes target, and the
-reference's locality-aware job is interleaved with the learner's for the throughput tiers
-(each side's best round, as in lab 01: on a shared 2-core machine load only slows a run).
+All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: its reference
+process starts the emulated multi-node cluster, and the learner's kernel joins it. The
+grader's *shard store* (:class:`course.locality.ShardStore`, an actor learner code can read
+from but not change) produces fresh seeded shards for every round, in a seeded, uneven
+placement unlike the notebook's round-robin one, and hands them out without their seeds.
+
+What a job did is read from Ray, by the grader, around each run -- never from the job:
+
+* **where the bytes were read**: the store's object directory before and after the run. A
+  shard read where it lay gains no copy; one read elsewhere gains a copy on that node.
+* **bytes written**: each node's object-store counter (``cumulative_created_bytes``) before
+  and after. A job that ships a shard's contents to another node some other way (a copy as a
+  task's result, a ``ray.put``) writes those bytes too.
+* **correctness**: each result's content digest and per-image means against the grader's
+  own computation from its seeds. The node a result claims it ran on is not used.
+
+The learner's job and the reference's run the same kit step on the same kind of shards,
+interleaved, timed by the grader's clock; the naive placement is measured in the same run
+for the bytes target. The resident worker reads a grader-served host batch whose source
+counts every read.
 """
 
 from __future__ import annotations
 
-import gc
-import os
-import random
 import statistics
-
-import numpy as np
+from dataclasses import dataclass
 
 from course import kernels, locality
 
-from .. import harness
-from ..reference import lab04 as ref
+from ..routines import export, step
+from ..session import Session, named, stashed
 from ..targets import LAB04 as T
-from . import register
+from . import register, tiers
 
 LAB = "04_data_affinity"
-SEED = int(os.environ.get("AUTOGRADER_SEED") or random.SystemRandom().randrange(2**31))
+RAY = True
+RAY_START = "emulated_cluster"  # the kit step that starts this lab's Ray in the reference process
+LEARNER_NAMES = ("shard_nodes", "link_bytes_per_s")  # functions the checks call (the classes are built by steps)
 
 
-def grader_placement(nodes: list[str]) -> list[str]:
+# ---------------------------------------------------------------- kit steps
+
+@step
+def emulated_cluster() -> None:
+    """Reference process: the lab's emulated multi-node cluster (the kernel joins it)."""
+    locality.start()
+
+
+@step
+def node_ids() -> list[str]:
+    """The cluster's node ids, head first."""
+    return locality.start()
+
+
+_kept: list = []  # the grader's actors in the reference process: the exported handles do not keep them alive
+
+
+@step
+def shard_store(key_hex: str) -> str:
+    """Reference process: the grader's shard store, as a handle to forward."""
+    store = locality.shard_store(bytes.fromhex(key_hex))
+    _kept.append(store)
+    return export(store)
+
+
+@step
+def produce(store, key_hex: str, name: str, placement: list, seeds: list, images: int) -> None:
+    """Reference process: shards ``name`` in the store."""
+    import ray
+
+    ray.get(store.make.remote(key_hex, name, placement, seeds, images))
+
+
+@step
+def observe(store, name: str) -> dict:
+    """Reference process: who holds each shard of ``name``, and the bytes each object store has written."""
+    import ray
+
+    return {"holders": ray.get(store.locations.remote(name)), "written": locality.store_bytes()}
+
+
+@step
+def copy_shard(store, key_hex: str, name: str, index: int, node: str) -> None:
+    import ray
+
+    ray.get(store.copy_to.remote(key_hex, name, index, node))
+
+
+@step
+def drop(store, key_hex: str, name: str) -> None:
+    import ray
+
+    ray.get(store.drop.remote(key_hex, name))
+
+
+@step
+def make_job(cls, nodes: list):
+    """A job of class ``cls`` on ``nodes`` (kept on its side by the request)."""
+    locality.start()
+    return cls(list(nodes))
+
+
+@step
+def run_job(job, store, name: str) -> list:
+    """``job.run(shards)`` on the store's shards ``name``; each result as digest and per-image means."""
+    import numpy as np
+    import ray
+
+    locality.start()
+    shards = ray.get(store.shards.remote(name))
+    results = job.run(shards)
+    out = []
+    for r in list(results) if results is not None else []:
+        if isinstance(r, locality.Processed):
+            out.append({"digest": str(r.digest), "means": np.asarray(r.means, dtype=float).ravel().tolist()})
+        else:
+            out.append({"type": type(r).__name__})
+    return out
+
+
+@step
+def ask_shard_nodes(fn, store, name: str) -> list:
+    """The learner's ``shard_nodes(refs)`` on the store's shards, as sorted lists of node ids."""
+    import ray
+
+    refs = [sh.ref for sh in ray.get(store.shards.remote(name))]
+    got = fn(refs)
+    try:
+        return [sorted(str(n) for n in g) for g in got]
+    except TypeError:
+        raise AssertionError(f"shard_nodes returned {type(got).__name__}; expected one collection of "
+                             "node ids per ref") from None
+
+
+@step
+def batch_source(images: int, seed: int) -> str:
+    """Reference process: a grader-served host batch, as a handle to forward."""
+    locality.start()
+    source = locality.BatchSource.remote(images, seed)
+    _kept.append(source)
+    return export(source)
+
+
+@step
+def resident(cls, source, images: int, calls: int) -> list:
+    """A ``cls`` worker built on the grader's host batch, and its ``run()`` results ``calls`` times."""
+    from course import backend
+
+    worker = cls(locality.HostBatch(source, images))
+    return [backend.to_host(worker.run()) for _ in range(int(calls))]
+
+
+@step
+def reads(source) -> int:
+    """Reference process: how often the host batch's bytes were read."""
+    import ray
+
+    return ray.get(source.reads.remote())
+
+
+# ---------------------------------------------------------------- the grader's shards
+
+def grader_placement(nodes: list[str], seed: int) -> list[str]:
     """The grader's shard placement: seeded, uneven, never the notebook's round-robin."""
     for k in range(100):
-        place = locality.scattered(nodes, T.shards, SEED + k)
+        place = locality.scattered(nodes, T.shards, seed + k)
         if place != locality.round_robin(nodes, T.shards):
             return place
     raise RuntimeError("no placement differs from round-robin")  # pragma: no cover
 
 
-def _nodes() -> list[str]:
-    nodes = locality.start()
-    if len(nodes) < 2:
-        raise AssertionError(f"the emulated cluster has {len(nodes)} node(s) left; was it shut down?")
-    return nodes
+@dataclass
+class Run:
+    """One run of a job on one set of the grader's shards, as the grader observed it."""
+
+    images: int            # per shard
+    seeds: list            # the shards' make_batch seeds
+    before: dict           # observe() before the run
+    after: dict            # ... and after
+    seconds: float         # the grader's clock
+    results: list          # run_job's plain results
+
+    @property
+    def shard_bytes(self) -> int:
+        return self.images * kernels.IMAGE_SIZE**2
+
+    @property
+    def total_bytes(self) -> int:
+        return self.shard_bytes * len(self.seeds)
+
+    @property
+    def written(self) -> int:
+        """Bytes the object stores wrote during the run (copies, large results, puts)."""
+        w0, w1 = self.before["written"], self.after["written"]
+        return max(0, sum(w1.get(n, b) - b for n, b in w0.items()))
+
+    @property
+    def kept_in_place(self) -> int:
+        """Shards whose holders did not change during the run: read only where they lay."""
+        return sum(set(a) == set(b) for b, a in zip(self.before["holders"], self.after["holders"]))
+
+    @property
+    def moved(self) -> int:
+        """Bytes moved: new or vanished copies of shards, or all bytes written, whichever is more."""
+        copies = sum(len(set(a) ^ set(b)) for b, a in zip(self.before["holders"], self.after["holders"]))
+        return max(copies * self.shard_bytes, self.written)
+
+    @property
+    def locality(self) -> float:
+        """Fraction of the bytes read where they lay: shards kept in place, less any bytes written."""
+        kept = self.kept_in_place * self.shard_bytes / self.total_bytes
+        return max(0.0, min(kept, 1.0 - self.written / self.total_bytes))
+
+    @property
+    def images_per_s(self) -> float:
+        return self.images * len(self.seeds) / self.seconds if self.seconds else 0.0
+
+    def wrong(self) -> list[int]:
+        """Shards with no result of the right content and means (matched by content digest)."""
+        by_digest = {}
+        for r in self.results:
+            if isinstance(r, dict) and isinstance(r.get("digest"), str) and isinstance(r.get("means"), list):
+                by_digest.setdefault(r["digest"], r["means"])
+        bad = []
+        for i, seed in enumerate(self.seeds):
+            batch = kernels.make_batch(self.images, seed=seed, device=False)
+            means = by_digest.get(locality.digest(batch))
+            if not (means is not None and len(means) == self.images
+                    and all(isinstance(x, (int, float)) for x in means)
+                    and kernels.matches(means, kernels.reference_checksum(self.images, seed))):
+                bad.append(i)
+        return bad
 
 
-def _make(cls, nodes, what):
-    return harness.call(cls, list(nodes), what=f"{what}(nodes)", timeout_s=T.call_timeout_s)
+class Dataset:
+    """The grader's shard store and placement for one grading run, and a job runner on it."""
 
+    def __init__(self, session: Session):
+        self.session, self.ref, self.key = session, session.reference, session.key.hex()
+        self.nodes = self.ref.call("kit.node_ids", what="the grader's cluster", returns="strings", timeout_s=60)
+        if len(self.nodes) < 2:
+            raise AssertionError(f"the grader's cluster has {len(self.nodes)} node(s)")
+        self.store = {"handle": self.ref.call("kit.shard_store", self.key, what="the grader's shard store",
+                                              returns="string", timeout_s=60)}
+        self.placement = grader_placement(self.nodes, session.seed)
+        self._rng, self._count = session.rng(4), 0
 
-def _trace(job, shards, what) -> locality.Trace:
-    run = getattr(job, "run", None)
-    if not callable(run):
-        raise AssertionError(f"{what} has no run(shards) method")
+    def make(self, placement: list, images: int) -> tuple[str, list]:
+        """New shards (fresh seeds) on ``placement``: their name and seeds."""
+        self._count += 1
+        name, seeds = f"set{self._count}", [self._rng.randrange(2**31) for _ in placement]
+        self.ref.call("kit.produce", self.store, self.key, name, list(placement), seeds, images,
+                      what="the grader's shards", timeout_s=120)
+        return name, seeds
 
-    def traced(shards):  # a new function per call: one hung run does not bar the next job's
-        return locality.trace(run, shards)
+    def observe(self, name: str) -> dict:
+        seen = self.ref.call("kit.observe", self.store, name, what="Ray's object directory", returns="json",
+                             timeout_s=60)
+        if not (isinstance(seen, dict) and isinstance(seen.get("holders"), list)
+                and isinstance(seen.get("written"), dict)):
+            raise RuntimeError(f"unexpected observation {str(seen)[:80]}")
+        return seen
 
-    tr = harness.call(traced, shards, what=f"{what}.run(shards)", timeout_s=T.call_timeout_s)
-    if not any(tr.results):
-        raise AssertionError(f"{what}.run(shards) returned no locality.process results for the grader's "
-                             f"shards (got {', '.join(tr.returned) or 'nothing'}); return what "
-                             "locality.process returned, e.g. via ray.get")
-    return tr
-
-
-_measured: dict = {}
-GRADER = "the grader's reference job"  # its runs get the same deadline as the learner's
-
-
-def measure_pinned(PinnedJob) -> dict:
-    """The learner's locality-aware job on the grader's shards, against naive and reference jobs."""
-
-    def run():
-        nodes = _nodes()
-        place = grader_placement(nodes)
-        seeds = iter(range(SEED % 10_000 * 100, SEED % 10_000 * 100 + 100))
-
-        def shards(images=locality.SHARD_IMAGES):
-            return locality.make_shards(place, images=images, seed=next(seeds))
-
-        learner = _make(PinnedJob, nodes, "PinnedJob")
-        reference = ref.PinnedJob(nodes)
+    def run(self, side, job: str, what: str, images: int = locality.SHARD_IMAGES) -> Run:
+        """One run of the job kept as ``job`` on ``side`` (learner or reference), on fresh shards."""
+        name, seeds = self.make(self.placement, images)
         try:
-            _trace(learner, shards(64), "PinnedJob")  # warm-ups, discarded
-            _trace(reference, shards(64), GRADER)
-            naive = ref.NaiveJob(nodes)
-            _trace(naive, shards(64), GRADER)
-            naive_trace = _trace(naive, shards(), GRADER)
-            del naive
-            ours, theirs = [], []
-            for r in range(T.rounds):
-                for side in (("learner", "reference") if r % 2 == 0 else ("reference", "learner")):
-                    if side == "learner":
-                        ours.append(_trace(learner, shards(), "PinnedJob"))
-                    else:
-                        theirs.append(_trace(reference, shards(), GRADER))
+            before = self.observe(name)
+            seconds, results = side.timed("kit.run_job", stashed(job), self.store, name, what=f"{what}.run(shards)",
+                                          returns="json", timeout_s=self.session.call_timeout_s)
+            after = self.observe(name)
         finally:
-            del learner, reference
-            gc.collect()
-        total = sum(t.total_bytes for t in ours)
-        return {
-            "locality": sum(t.local_bytes for t in ours) / total,
-            "moved": statistics.median(t.moved_bytes for t in ours),
-            "naive_moved": naive_trace.moved_bytes,
-            "naive_locality": naive_trace.locality,
-            # each side's best round: load on a shared machine only ever slows a run down
-            "ratio": max(t.images_per_s for t in ours) / max(t.images_per_s for t in theirs),
-            "wrong": sorted({i for t in ours for i in t.wrong()}),
-            "shards": T.shards,
-        }
-
-    return harness.memo(_measured, PinnedJob, run)
+            self.ref.call("kit.drop", self.store, self.key, name, what="dropping the grader's shards", timeout_s=60)
+        if not isinstance(results, list):
+            raise AssertionError(f"{what}.run(shards) returned no list of results")
+        return Run(images, seeds, before, after, seconds, results)
 
 
-@register(LAB, "shard-nodes", 2)
-def shard_nodes_correct(shard_nodes):
+# ---------------------------------------------------------------- shard_nodes
+
+@register(LAB, "shard-nodes", 2, grader_side=True)
+def shard_nodes_correct(session):
     """shard_nodes(refs) names every node holding a copy of each object, as Ray's directory does."""
-    nodes = _nodes()
-    shards = locality.make_shards(grader_placement(nodes)[:4], images=64, seed=SEED % 997)
-    # a second copy of one shard, on a node it was not made on
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    data = Dataset(session)
+    name, _ = data.make(data.placement[:4], 64)
+    holders = data.observe(name)["holders"]
+    other = next(n for n in data.nodes if n not in holders[0])
+    data.ref.call("kit.copy_shard", data.store, data.key, name, 0, other, what="a second copy", timeout_s=60)
+    truth = data.observe(name)["holders"]
+    got = session.learner.call("kit.ask_shard_nodes", named("shard_nodes"), data.store, name,
+                               what="shard_nodes(refs)", returns="json", timeout_s=session.call_timeout_s)
+    after = data.observe(name)["holders"]  # the answer may also be Ray's directory just after the call
+    if not (isinstance(got, list) and all(isinstance(g, list) for g in got)):
+        raise AssertionError("shard_nodes returned something other than one collection of node ids per ref")
+    if len(got) != len(truth):
+        raise AssertionError(f"shard_nodes returned {len(got)} entries for {len(truth)} refs")
+    for i, g in enumerate(got):
+        if set(g) != set(truth[i]) and set(g) != set(after[i]):
+            raise AssertionError(f"object {i}: shard_nodes says {sorted(str(x)[:8] for x in g)}, Ray's object "
+                                 f"directory says {sorted(x[:8] for x in truth[i])} (node ids shortened)")
 
-    other = next(n for n in nodes if n not in locality.locations([shards[0].ref])[0])
-    pull = ray.remote(num_cpus=0)(lambda batch: None)
-    ray.get(pull.options(scheduling_strategy=NodeAffinitySchedulingStrategy(other, soft=False)).remote(shards[0].ref))
-    refs = [sh.ref for sh in shards]
-    truth = locality.locations(refs)
-    got = harness.call(shard_nodes, refs, what="shard_nodes(refs)", timeout_s=T.call_timeout_s)
+
+# ---------------------------------------------------------------- PinnedJob
+
+@dataclass
+class Pinned:
+    """The learner's PinnedJob as measured: its runs, the naive job's run, and the throughput ratio."""
+
+    runs: list
+    naive: Run
+    ratio: float
+
+    @property
+    def locality(self) -> float:
+        return sum(r.locality * r.total_bytes for r in self.runs) / sum(r.total_bytes for r in self.runs)
+
+    @property
+    def moved(self) -> float:
+        return statistics.median(r.moved for r in self.runs)
+
+    @property
+    def wrong(self) -> list[int]:
+        return sorted({i for r in self.runs for i in r.wrong()})
+
+
+def measure_pinned(session: Session) -> Pinned:
+    """The learner's locality-aware job on the grader's shards, against the naive and reference jobs."""
+    data, learner, ref = Dataset(session), session.learner, session.reference
+    # distinct keys: outside grading, both sides keep their jobs in the same process
+    learner.call("kit.make_job", named("PinnedJob"), data.nodes, what="PinnedJob(nodes)", keep="job",
+                 timeout_s=session.call_timeout_s)
+    ref.call("kit.make_job", named("PinnedJob"), data.nodes, what="the reference PinnedJob", keep="reference-job",
+             timeout_s=60)
+    ref.call("kit.make_job", named("NaiveJob"), data.nodes, what="the naive job", keep="naive-job", timeout_s=60)
+    data.run(ref, "naive-job", "the naive job", images=64)  # warm-up, discarded
+    naive = data.run(ref, "naive-job", "the naive job")
+    ref.call("kit.forget", "naive-job", what="releasing the naive job", timeout_s=60)
+    runs = []
+
+    def mine() -> float:
+        runs.append(data.run(learner, "job", "PinnedJob"))
+        if runs[-1].wrong():
+            raise AssertionError(_wrong(runs[-1].wrong()))
+        return runs[-1].seconds
+
+    def theirs() -> float:
+        return data.run(ref, "reference-job", "the reference PinnedJob").seconds
+
     try:
-        got = [set(g) for g in got]
-    except TypeError:
-        raise AssertionError(f"shard_nodes returned {type(got).__name__}; expected one collection of "
-                             "node ids per ref") from None
-    if len(got) != len(refs):
-        raise AssertionError(f"shard_nodes returned {len(got)} entries for {len(refs)} refs")
-    for i, (g, t) in enumerate(zip(got, truth)):
-        if g != t:
-            raise AssertionError(f"object {i}: shard_nodes says {sorted(x[:8] for x in g)}, Ray's object "
-                                 f"directory says {sorted(x[:8] for x in t)} (node ids shortened)")
+        data.run(learner, "job", "PinnedJob", images=64)  # warm-ups, discarded
+        data.run(ref, "reference-job", "the reference PinnedJob", images=64)
+        ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
+    finally:
+        learner.call("kit.forget", "job", what="releasing PinnedJob", timeout_s=60)
+        ref.call("kit.forget", "reference-job", what="releasing the reference job", timeout_s=60)
+    return Pinned(runs, naive, ratio)
 
 
-@register(LAB, "pinned-correct", 2)
-def pinned_correct(PinnedJob):
+def _wrong(bad: list[int]) -> str:
+    return (f"{len(bad)} of {T.shards} shards missing or wrong in PinnedJob's results (shards {bad[:5]}); "
+            "process each shard once with locality.process and return what it returned")
+
+
+def _pinned(session: Session) -> Pinned:
+    return session.memo(measure_pinned, lambda: measure_pinned(session))
+
+
+@register(LAB, "pinned-correct", 2, grader_side=True)
+def pinned_correct(session):
     """Every shard of the grader's is processed, with the right result (checksums)."""
-    m = measure_pinned(PinnedJob)
-    if m["wrong"]:
-        raise AssertionError(f"{len(m['wrong'])} of {m['shards']} shards missing or wrong in PinnedJob's results "
-                             f"(shards {m['wrong'][:5]}); process each shard once with locality.process")
+    _pinned(session)  # a wrong result fails the measurement itself
 
 
-def _locality(m: dict, tier: float) -> None:
-    if m["locality"] < tier:
+def _locality(session: Session, tier: float) -> None:
+    m = _pinned(session)
+    if m.locality < tier:
         raise AssertionError(
-            f"locality {m['locality']:.2f}: that fraction of the bytes was processed on a node holding them "
-            f"(grader's own placement of {m['shards']} shards; the naive placement measured "
-            f"{m['naive_locality']:.2f}); needs ≥ {tier}. Pin by the nodes Ray reports for each shard, "
-            "not by node ids or positions from the notebook")
+            f"locality {m.locality:.2f}: that fraction of the bytes was read where it lay (the grader's own "
+            f"placement of {T.shards} shards, from Ray's object directory and object-store counters; the naive "
+            f"placement measured {m.naive.locality:.2f}); needs ≥ {tier}. Pin by the nodes Ray reports for "
+            "each shard, not by node ids or positions from the notebook")
 
 
-@register(LAB, "pinned-locality-tier1", 2)
-def pinned_locality_tier1(PinnedJob):
+@register(LAB, "pinned-locality-tier1", 2, grader_side=True)
+def pinned_locality_tier1(session):
     """Locality ≥ the first tier on the grader's placement."""
-    _locality(measure_pinned(PinnedJob), T.locality_tiers[0])
+    _locality(session, T.locality_tiers[0])
 
 
-@register(LAB, "pinned-locality-tier2", 2)
-def pinned_locality_tier2(PinnedJob):
+@register(LAB, "pinned-locality-tier2", 2, grader_side=True)
+def pinned_locality_tier2(session):
     """Locality ≥ the top tier on the grader's placement."""
-    _locality(measure_pinned(PinnedJob), T.locality_tiers[1])
+    _locality(session, T.locality_tiers[1])
 
 
-@register(LAB, "pinned-bytes", 2)
-def pinned_bytes(PinnedJob):
-    """Bytes copied between nodes ≤ a fraction of the naive placement's, same run."""
-    m = measure_pinned(PinnedJob)
-    limit = T.bytes_vs_naive * m["naive_moved"]
-    if m["moved"] > limit:
-        raise AssertionError(f"PinnedJob made Ray copy {m['moved'] / 2**20:.1f} MiB between nodes per run; "
-                             f"the naive placement copied {m['naive_moved'] / 2**20:.1f} MiB in the same run "
+@register(LAB, "pinned-bytes", 2, grader_side=True)
+def pinned_bytes(session):
+    """Bytes moved between nodes ≤ a fraction of the naive placement's, same run."""
+    m = _pinned(session)
+    limit = T.bytes_vs_naive * m.naive.moved
+    if m.moved > limit:
+        raise AssertionError(f"PinnedJob made Ray move {m.moved / 2**20:.1f} MiB between nodes per run; the naive "
+                             f"placement moved {m.naive.moved / 2**20:.1f} MiB in the same run "
                              f"(limit {T.bytes_vs_naive}× = {limit / 2**20:.1f} MiB)")
 
 
-def _throughput(m: dict, tier: float) -> None:
-    if m["ratio"] < tier:
-        raise AssertionError(f"PinnedJob processed {m['ratio']:.2f}× the reference job's images/s "
-                             f"(best of {T.rounds} interleaved rounds each); needs ≥ {tier}×")
+tiers(LAB, ("pinned-throughput-tier1", "pinned-throughput-tier2"), T.throughput_tiers, (1, 1), _pinned,
+      lambda m, need: (f"PinnedJob processed {m.ratio:.2f}× the reference job's images/s (median of "
+                       f"{T.rounds} interleaved rounds); needs ≥ {need}×"))
 
 
-@register(LAB, "pinned-throughput-tier1", 1)
-def pinned_throughput_tier1(PinnedJob):
-    """Images/s ≥ the first tier × the reference locality-aware job's, interleaved."""
-    _throughput(measure_pinned(PinnedJob), T.throughput_tiers[0])
+# ---------------------------------------------------------------- ResidentWorker, link bytes
 
-
-@register(LAB, "pinned-throughput-tier2", 1)
-def pinned_throughput_tier2(PinnedJob):
-    """Images/s ≥ the second tier × the reference locality-aware job's, interleaved."""
-    _throughput(measure_pinned(PinnedJob), T.throughput_tiers[1])
-
-
-@register(LAB, "resident-copies", 2)
-def resident_copies(ResidentWorker):
-    """A resident worker copies its shard to the device once, however often it runs, and is right."""
-    batch = kernels.make_batch(T.resident_images, seed=SEED % 991, device=False)
-    expected = kernels.reference_checksum(T.resident_images, seed=SEED % 991)
-    before = locality.copied_bytes()
-    worker = harness.call(ResidentWorker, batch, what="ResidentWorker(batch)", timeout_s=T.call_timeout_s)
-    run = getattr(worker, "run", None)
-    for i in range(T.resident_calls):
-        out = harness.call(run, what="ResidentWorker.run()", timeout_s=T.call_timeout_s)
-        if not kernels.matches(out, expected):
+@register(LAB, "resident-copies", 2, grader_side=True)
+def resident_copies(session):
+    """A resident worker reads its host batch once, however often it runs, and is right."""
+    seed = session.rng(5).randrange(2**31)
+    source = {"handle": session.reference.call("kit.batch_source", T.resident_images, seed,
+                                               what="the grader's host batch", returns="string", timeout_s=60)}
+    outs = session.learner.call("kit.resident", named("ResidentWorker"), source, T.resident_images,
+                                T.resident_calls, what="ResidentWorker(batch) and its run()", returns="arrays",
+                                timeout_s=session.call_timeout_s)
+    expected = kernels.reference_checksum(T.resident_images, seed=seed)
+    for i, out in enumerate(outs):
+        if out["shape"] != [T.resident_images] or not kernels.matches(out["data"], expected):
             raise AssertionError(f"ResidentWorker.run() call {i + 1} returned a wrong result (checksum differs)")
-    copies = (locality.copied_bytes() - before) / batch.nbytes
-    if copies == 0:
-        raise AssertionError("ResidentWorker never copied its shard to the device: use locality.to_device")
-    if copies > 1:
-        raise AssertionError(f"ResidentWorker copied {copies:g}× its shard's bytes over {T.resident_calls} "
-                             "calls; a resident worker copies once, in __init__")
+    if len(outs) != T.resident_calls:
+        raise AssertionError(f"{len(outs)} results for {T.resident_calls} calls")
+    reads = session.reference.call("kit.reads", source, what="the host batch's reads", returns="integer",
+                                   timeout_s=60)
+    if reads > 1:
+        raise AssertionError(f"ResidentWorker copied its shard from host memory {reads}× over {T.resident_calls} "
+                             "calls; a resident worker copies once, in __init__ (locality.to_device)")
 
 
-@register(LAB, "link-bytes", 1)
-def link_bytes(link_bytes_per_s):
+@register(LAB, "link-bytes", 1, grader_side=True)
+def link_bytes(session):
     """link_bytes_per_s agrees with the formula on inputs the grader draws."""
-    rng = random.Random(SEED + 4)
+    import math
+
+    rng = session.rng(6)
     for _ in range(5):
-        args = (rng.uniform(1e3, 1e5), rng.choice([64 * 64, 224 * 224 * 3]), rng.randint(2, 256), rng.random())
-        got = harness.call(link_bytes_per_s, *args, what=f"link_bytes_per_s{tuple(round(a, 3) for a in args)}",
-                           timeout_s=T.call_timeout_s)
-        want = ref.link_bytes_per_s(*args)
-        if not isinstance(got, (int, float, np.floating)) or not np.isclose(got, want, rtol=1e-6):
-            raise AssertionError(f"link_bytes_per_s{tuple(round(a, 3) for a in args)} = {got!r}; expected {want:.6g}")
+        args = [rng.uniform(1e3, 1e5), rng.choice([64 * 64, 224 * 224 * 3]), rng.randint(2, 256), rng.random()]
+        shown = tuple(round(a, 3) for a in args)
+        got = session.learner.call("link_bytes_per_s", *args, what=f"link_bytes_per_s{shown}", returns="number",
+                                   timeout_s=session.call_timeout_s)
+        want = args[0] * args[1] * (1.0 - args[3]) / args[2]  # the remote share, spread over the nodes' links
+        if not math.isclose(got, want, rel_tol=1e-6):
+            raise AssertionError(f"link_bytes_per_s{shown} = {got!r}; expected {want:.6g}")
 
 
 def calibrate() -> list[str]:
     """The reference's own numbers on this machine (for ``python -m autograder calibrate``)."""
-    m = measure_pinned(ref.PinnedJob)
-    return [f"reference PinnedJob: locality {m['locality']:.2f}, {m['moved'] / 2**20:.1f} MiB moved; "
-            f"naive: locality {m['naive_locality']:.2f}, {m['naive_moved'] / 2**20:.1f} MiB moved; "
-            f"reference vs itself {m['ratio']:.2f}×",
+    from ..reference_process import namespace
+    from ..session import Learner
+
+    m = measure_pinned(Session(LAB, learner=Learner(namespace=namespace(LAB))))
+    return [f"reference PinnedJob: locality {m.locality:.2f}, {m.moved / 2**20:.1f} MiB moved; "
+            f"naive: locality {m.naive.locality:.2f}, {m.naive.moved / 2**20:.1f} MiB moved; "
+            f"reference vs itself {m.ratio:.2f}×",
             f"tiers: locality {T.locality_tiers}, bytes ≤ {T.bytes_vs_naive}× naive, throughput {T.throughput_tiers}"]

@@ -1,0 +1,280 @@
+"""Hostile lab 04 submissions (same shape as :mod:`attacks_lab00`), graded as a cohort by
+``tests/test_attacks.py``: none may score a point its honest part did not earn.
+
+Written against the grader-side design of lab 04: every hidden cell is
+``autograder.grade("<check>")`` and its verdict is computed in the grader's process (a check
+whose cell never runs scores 0); the grader owns the emulated cluster, which the kernel joins.
+Locality and bytes moved come from Ray's object directory as the grader reads it around each
+run (a shard is local iff no copy of it appeared or vanished), results are matched by digest
+to shards whose seeds the kernel is never given, and a resident worker's reads are counted by
+the grader's actor serving the host batch -- never by counters in the kernel.
+
+Besides ``honest`` and ``why``, an entry may carry ``may_lose``: checks its honest part may or
+may not earn, because what the grader measures decides (a job that moves bytes may or may not
+run slower than the reference on a given machine). Its score must lie between the honest
+points and the honest plus ``may_lose`` points, and no other check may pass. Several
+independent attacks share a submission where they hit different checks (each costs ~70 s of
+CI); the two misplaced jobs of ``tests/test_grading_lab04.py`` are here as plain wrong work.
+"""
+
+from __future__ import annotations
+
+import nbformat
+
+from notebooks import released, solution
+
+LAB = "04_data_affinity"
+SEED = 20251203
+ALL = {"shard-nodes", "pinned-correct", "pinned-locality-tier1", "pinned-locality-tier2", "pinned-bytes",
+       "pinned-throughput-tier1", "pinned-throughput-tier2", "resident-copies", "link-bytes"}
+LOCALITY = {"pinned-locality-tier1", "pinned-locality-tier2", "pinned-bytes"}
+THROUGHPUT = {"pinned-throughput-tier1", "pinned-throughput-tier2"}
+
+# the solution's code cells by grade_id (to put a correct part back into a blank lab)
+SOLUTION = {c.metadata["nbgrader"]["grade_id"]: c.source
+            for c in nbformat.read(solution(LAB), as_version=4).cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+ATTACKS: dict[str, dict] = {}
+
+# 1 + 2. Not attacks: misplaced jobs, correct but not local ------------------------------------
+
+ATTACKS["l04-hard-coded-placement"] = dict(
+    demos=False,
+    replace={"pinned_job": '''
+class PinnedJob:
+    """One pinned actor per notebook node; shard i goes to NODES[i % 4] (the notebook's round-robin)."""
+
+    def __init__(self, nodes):
+        self.workers = [Worker.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote()
+                        for n in NODES]
+
+    def run(self, shards):
+        return ray.get([self.workers[i % len(NODES)].run.remote(sh.ref) for i, sh in enumerate(shards)])
+'''},
+    honest=ALL - LOCALITY - THROUGHPUT,
+    may_lose=set(THROUGHPUT),
+    why="not an attack: actors pinned by the notebook's NODES and shards dealt as if placed round-robin, "
+        "which the grader's seeded uneven placement is not",
+)
+
+ATTACKS["l04-ignores-placement"] = dict(
+    demos=False,
+    replace={"pinned_job": '''
+class PinnedJob:
+    """Actors wherever Ray's default policy puts them, shards dealt round-robin."""
+
+    def __init__(self, nodes):
+        self.workers = [Worker.remote() for _ in nodes]
+
+    def run(self, shards):
+        return ray.get([self.workers[i % len(self.workers)].run.remote(sh.ref) for i, sh in enumerate(shards)])
+'''},
+    honest=ALL - LOCALITY - THROUGHPUT,
+    may_lose=set(THROUGHPUT),
+    why="not an attack: the naive job under PinnedJob's name (actors placed with no regard to data)",
+)
+
+# 3. Forged evidence: locations guessed, results made in the kernel, copy counters rewritten ---
+
+ATTACKS["l04-forged-results"] = dict(
+    base=released(LAB), demos=False,
+    replace={
+        "shard_nodes": '''
+import gc
+
+def shard_nodes(refs):
+    """Never asks Ray: the node a Shard in memory says it was made on, else the notebook's round-robin."""
+    made_on = {}
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "Shard" and getattr(obj, "ref", None) is not None:
+            made_on[obj.ref] = getattr(obj, "node", None)
+    return [{made_on.get(r) or NODES[i % len(NODES)]} for i, r in enumerate(refs)]
+''',
+        "pinned_job": '''
+class PinnedJob:
+    """Never touches a shard's bytes: rebuilds them from what the Shard carries, stamps the result itself."""
+
+    def __init__(self, nodes):
+        self.nodes = list(nodes)
+
+    def run(self, shards):
+        out = []
+        for sh in shards:
+            seed = getattr(sh, "seed", None)
+            images = kernels.make_batch(getattr(sh, "images", None) or locality.SHARD_IMAGES,
+                                        seed=0 if seed is None else seed, device=False)
+            means = np.asarray(backend.to_host(kernels.process(images)))
+            out.append(locality.Processed(node=getattr(sh, "node", None) or self.nodes[0],
+                                          digest=locality.digest(images), means=means))
+        return out
+''',
+        "resident_worker": '''
+class ResidentWorker:
+    """Copies on every call, and makes this process's copy counter say: once."""
+
+    def __init__(self, batch):
+        self.host = batch
+        locality.to_device(batch)
+        once = locality.copied_bytes()
+        locality.copied_bytes = lambda: once
+
+    def run(self):
+        counter = getattr(locality, "_copied", None)
+        kept = dict(counter) if isinstance(counter, dict) else None
+        out = kernels.process(locality.to_device(self.host))
+        if kept is not None:
+            counter.update(kept)  # the copy never happened, as far as the kernel's count goes
+        return out
+''',
+        "link_bytes": SOLUTION["link_bytes"],
+    },
+    honest={"link-bytes"},
+    why="shard_nodes guessed from in-memory Shards, a PinnedJob that rebuilds each shard from its Shard's "
+        "fields and forges locality.Processed stamps without reading a byte (so no copy ever appears: "
+        "locality, bytes and throughput must need correct results), a ResidentWorker that copies every "
+        "call and rewrites the kernel's copy counters; only link_bytes is honest (the solution's)",
+)
+
+# 4. Skipping the checks and replacing the grader, in one blank submission ---------------------
+
+ATTACKS["l04-noop-and-skip"] = dict(
+    base=released(LAB), demos=False,
+    after={"setup": ['''
+import autograder
+from autograder import agent, checks, session
+from autograder.checks import lab04
+
+def _skip_graded(lines):  # every hidden test cell starts "# Graded (N points)": run `pass` instead
+    return ["pass\\n"] if any(line.startswith("# Graded (") for line in lines) else lines
+
+_noop = lambda *a, **k: None  # noqa: E731
+for _name in dir(lab04):
+    if callable(getattr(lab04, _name)) and not _name.startswith("__"):
+        setattr(lab04, _name, _noop)
+for _check in checks.REGISTRY[lab04.LAB].values():
+    object.__setattr__(_check, "fn", _noop)
+autograder.grade = agent.grade = autograder.check = _noop
+session.Session.run = lambda self, name: None
+get_ipython().input_transformers_cleanup.append(_skip_graded)
+''']},
+    honest=set(),
+    why="hidden cells rewritten to `pass` by an input transformer, and every lab04 function, registered "
+        "check, grade() and Session.run replaced by no-ops",
+)
+
+# 5. Tampering with the grader's objects from learner code -------------------------------------
+
+ATTACKS["l04-tamper-with-grader-objects"] = dict(
+    demos=False,
+    replace={
+        "pinned_job": '''
+import gc
+
+
+def _zero_counters(self):  # runs inside an actor, when Ray lets us in
+    for name, value in list(vars(self).items()):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            setattr(self, name, type(value)())
+    return sorted(vars(self))
+
+
+def _enter_every_actor():
+    """Ray's __ray_call__ runs any function inside an actor: every actor handle in reach gets one."""
+    try:
+        handles = [o for o in gc.get_objects() if isinstance(o, ray.actor.ActorHandle)]
+    except Exception:
+        return
+    calls = []
+    for handle in handles:
+        try:
+            calls.append(handle.__ray_call__.remote(_zero_counters))
+        except Exception:
+            pass
+    if calls:
+        ray.wait(calls, num_returns=len(calls), timeout=2)
+
+
+class PinnedJob:
+    """One pinned actor per node, as asked -- but every shard is processed on the driver's node,
+    and then freed so that Ray's directory has no copies left to count."""
+
+    def __init__(self, nodes):
+        self.workers = {n: Worker.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote()
+                        for n in nodes}
+
+    def run(self, shards):
+        _enter_every_actor()
+        home = self.workers.get(locality.here()) or next(iter(self.workers.values()))
+        results = ray.get([home.run.remote(sh.ref) for sh in shards])
+        try:
+            ray._private.internal_api.free([sh.ref for sh in shards])
+        except Exception:
+            pass
+        return results
+''',
+        "resident_worker": '''
+def _uncounted_bytes(batch):
+    """The host batch's pixels without a counted read: a private array, an ObjectRef it keeps, or
+    the serving actor's arrays read with __ray_call__; None when none of it works."""
+    try:
+        fields = dict(vars(batch))
+    except TypeError:
+        fields = {}
+    for name in getattr(type(batch), "__slots__", ()):
+        try:
+            fields[name] = getattr(batch, name)
+        except AttributeError:
+            pass
+    for value in fields.values():
+        try:
+            if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 3:
+                return value
+            if isinstance(value, ray.ObjectRef):
+                got = ray.get(value, timeout=5)
+                if isinstance(got, np.ndarray):
+                    return got
+            if isinstance(value, ray.actor.ActorHandle):
+                arrays = ray.get(value.__ray_call__.remote(
+                    lambda self: [v for v in vars(self).values() if isinstance(v, np.ndarray)]), timeout=5)
+                if arrays:
+                    return arrays[0]
+        except Exception:
+            pass
+    return None
+
+
+class ResidentWorker:
+    """One counted copy in __init__, so it looks resident -- then a copy on every call, from bytes
+    reached without being counted when that works, else from the batch itself."""
+
+    def __init__(self, batch):
+        self.batch = batch
+        self.images = locality.to_device(batch)
+        self.raw = _uncounted_bytes(batch)
+
+    def run(self):
+        return kernels.process(locality.to_device(self.raw if self.raw is not None else self.batch))
+''',
+    },
+    honest={"shard-nodes", "pinned-correct", "link-bytes"},
+    may_lose=set(THROUGHPUT),
+    why="PinnedJob runs __ray_call__ on every actor handle the kernel holds, processes every shard on the "
+        "driver's node and frees the grader's shards afterwards to hide the copies; ResidentWorker copies "
+        "every call from the host batch's private attributes, a kept ObjectRef or the serving actor's "
+        "arrays (read with __ray_call__), falling back to counted reads",
+)
+
+# 6. Not an attack: Ray shut down before every graded cell (learners "clean up") ---------------
+
+_SHUTDOWN = "import ray\nray.shutdown()  # 'cleaning up' before the next check\n"
+ATTACKS["l04-shutdown-before-every-check"] = dict(
+    demos=False,
+    after={gid: [_SHUTDOWN] for gid in ("shard_nodes", "test-shard-nodes", "naive_job", "task_job", "pinned_job",
+                                         "test-pinned-correct", "test-pinned-locality-tier1",
+                                         "test-pinned-locality-tier2", "test-pinned-bytes",
+                                         "test-pinned-throughput-tier1", "test-pinned-throughput-tier2",
+                                         "resident_worker", "test-resident-copies", "link_bytes")},
+    honest=set(ALL),
+    why="not an attack: ray.shutdown() before every graded cell must cost nothing (issue 15)",
+)
