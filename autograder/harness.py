@@ -1,8 +1,8 @@
-"""The grader's side of the kernel: its own clocks, and learner code run under its own terms.
+"""The kit's side of a kernel (or the reference process): learner code run under the grader's terms.
 
-Imported (through ``import autograder``) in the locked first cell of every lab, before any
-learner code runs, so the clocks captured here are the real ones even if a notebook later
-replaces ``time.perf_counter`` or ``time.sleep``.
+Imported (through ``import autograder``) in the locked first cell of every lab. Nothing here
+decides a grade -- notebook code can replace any of it; the grader's verdicts come from its
+own process (:mod:`autograder.session`), which also uses the clocks captured here.
 
 :func:`call` runs one piece of learner code with a deadline and turns whatever goes wrong
 (an exception, ``NotImplementedError``, a hang, ``sys.exit``) into an ``AssertionError`` with
@@ -35,15 +35,6 @@ _armed = False  # a deadline() is running
 
 class Deadline(Exception):
     """Learner code ran past the time the grader allows it."""
-
-
-def clock_tampered() -> list[str]:
-    """Names of the ``time`` functions a notebook has replaced since the grader started."""
-    names = []
-    for attr, real in (("perf_counter", perf_counter), ("monotonic", monotonic), ("sleep", sleep)):
-        if getattr(time, attr) is not real:
-            names.append(f"time.{attr}")
-    return names
 
 
 @contextlib.contextmanager

@@ -28,6 +28,17 @@ from .report import Result
 KIT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CELL_TIMEOUT_S = 240
 DEFAULT_SUBMISSION_TIMEOUT_S = 1800
+GRADING_CONFIG = Path(__file__).with_name("grading_config.py")
+
+
+def cell_timeout(cell) -> int:
+    """nbclient's time limit for ``cell`` while autograding (see :mod:`autograder.grading_config`):
+    the submission's for a test cell (its source is the instructor's: nbgrader restores it
+    from the gradebook, and it hands its check to the grader), the cell limit for the others."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    grading = bool(meta.get("grade")) and not meta.get("solution")
+    limit = "AUTOGRADER_SUBMISSION_TIMEOUT_S" if grading else "AUTOGRADER_CELL_TIMEOUT_S"
+    return int(float(os.environ.get(limit) or DEFAULT_CELL_TIMEOUT_S))
 
 
 class SetupError(Exception):
@@ -241,8 +252,11 @@ def autograde(course: Path, assignment: str, student: str, *,
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
                            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again")
+        limits = {"AUTOGRADER_CELL_TIMEOUT_S": str(int(cell_timeout_s)),
+                  "AUTOGRADER_SUBMISSION_TIMEOUT_S": str(int(timeout_s))}
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
-                         f"--Execute.timeout={int(cell_timeout_s)}"], course, timeout_s, env=env)
+                         f"--Execute.timeout={int(cell_timeout_s)}", f"--config={GRADING_CONFIG}"],
+                        course, timeout_s, env={**(env or {}), **limits})
     finally:
         if session:
             session.close()  # the reference process and the lab's Ray, before the leftovers are counted

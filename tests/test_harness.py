@@ -59,13 +59,6 @@ def test_learner_stderr_is_captured(capfd):
     assert "warning!" not in capfd.readouterr().err
 
 
-def test_clock_tampering_is_detected(monkeypatch):
-    assert harness.clock_tampered() == []
-    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
-    assert harness.clock_tampered() == ["time.perf_counter"]
-    assert harness.perf_counter() > 0  # the grader's own clock is untouched
-
-
 def test_guard_refuses_exits_from_notebook_code_only(monkeypatch):
     import os
 

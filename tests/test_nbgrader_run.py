@@ -43,6 +43,26 @@ def test_tools_come_from_this_interpreter_first():
     assert nbgrader_run.tool_env()["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
 
 
+def test_a_hidden_cell_waits_for_the_grader_under_the_submission_limit(monkeypatch):
+    import nbformat
+
+    monkeypatch.setenv("AUTOGRADER_CELL_TIMEOUT_S", "45")
+    monkeypatch.setenv("AUTOGRADER_SUBMISSION_TIMEOUT_S", "900")
+    nb = nbformat.read(released("04_data_affinity"), as_version=4)
+    limits = {c.metadata.get("nbgrader", {}).get("grade_id", "demo"): nbgrader_run.cell_timeout(c)
+              for c in nb.cells if c.cell_type == "code"}
+    assert limits["test-pinned-correct"] == 900 and limits["setup"] == 45 and limits["pinned_job"] == 45
+    # the config file nbgrader is given sets exactly that function
+    config = {}
+    exec(nbgrader_run.GRADING_CONFIG.read_text(), {"get_config": lambda: config.setdefault("c", _Config())})
+    assert config["c"].Execute.timeout_func is nbgrader_run.cell_timeout
+
+
+class _Config(dict):
+    def __getattr__(self, name):
+        return self.setdefault(name, _Config())
+
+
 def test_a_fixed_seed_is_per_student(monkeypatch):
     monkeypatch.setenv("AUTOGRADER_SEED", "7")
     a, b = nbgrader_run._seed_env("alice"), nbgrader_run._seed_env("bob")

@@ -1,0 +1,12 @@
+"""nbgrader configuration the grader adds to the course's own while it autogrades (``--config``).
+
+A hidden test cell (``autograder.grade(...)``) waits while the grader measures the learner's
+code, and the grader bounds every call of that code itself (``AUTOGRADER_CALL_TIMEOUT_S``). So
+such a cell gets the whole submission's time limit, not the cell limit meant for the
+notebook's own cells: a measurement that outlasts the cell limit is not cut off halfway.
+"""
+
+from autograder.nbgrader_run import cell_timeout
+
+c = get_config()  # noqa: F821 -- traitlets provides it to a config file
+c.Execute.timeout_func = cell_timeout
