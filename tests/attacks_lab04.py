@@ -1,20 +1,18 @@
 """Hostile lab 04 submissions (same shape as :mod:`attacks_lab00`), graded as a cohort by
 ``tests/test_attacks.py``: none may score a point its honest part did not earn.
 
-Written against the grader-side design of lab 04: every hidden cell is
-``autograder.grade("<check>")`` and its verdict is computed in the grader's process (a check
-whose cell never runs scores 0); the grader owns the emulated cluster, which the kernel joins.
-Locality and bytes moved come from Ray's object directory as the grader reads it around each
-run (a shard is local iff no copy of it appeared or vanished), results are matched by digest
-to shards whose seeds the kernel is never given, and a resident worker's reads are counted by
-the grader's actor serving the host batch -- never by counters in the kernel.
+Lab 04 is graded behind the trust boundary (``autograder/checks/lab04.py``): the grader owns
+the emulated cluster and the shards (fresh, seeded, handed out without seeds); locality and
+bytes moved come from Ray's object directory and object-store counters read around each run,
+results are matched by content digest, and a resident worker's reads are counted by the
+grader's actor serving the host batch -- never by counters in the kernel.
 
 Besides ``honest`` and ``why``, an entry may carry ``may_lose``: checks its honest part may or
 may not earn, because what the grader measures decides (a job that moves bytes may or may not
 run slower than the reference on a given machine). Its score must lie between the honest
 points and the honest plus ``may_lose`` points, and no other check may pass. Several
-independent attacks share a submission where they hit different checks (each costs ~70 s of
-CI); the two misplaced jobs of ``tests/test_grading_lab04.py`` are here as plain wrong work.
+independent attacks share a submission where they hit different checks (each costs about a
+minute of CI); a misplaced job is here as plain wrong work.
 """
 
 from __future__ import annotations
@@ -37,10 +35,18 @@ SOLUTION = {c.metadata["nbgrader"]["grade_id"]: c.source
 
 ATTACKS: dict[str, dict] = {}
 
-# 1 + 2. Not attacks: misplaced jobs, correct but not local ------------------------------------
+# 1. Not an attack: a misplaced job, correct but not local; and Ray shut down before every graded
+# cell (learners "clean up"), which must cost nothing (issue 15) ------------------------------
+
+_SHUTDOWN = "import ray\nray.shutdown()  # 'cleaning up' before the next check\n"
+_GRADED = ("shard_nodes", "test-shard-nodes", "naive_job", "task_job", "pinned_job", "test-pinned-correct",
+           "test-pinned-locality-tier1", "test-pinned-locality-tier2", "test-pinned-bytes",
+           "test-pinned-throughput-tier1", "test-pinned-throughput-tier2", "resident_worker",
+           "test-resident-copies", "link_bytes")
 
 ATTACKS["l04-hard-coded-placement"] = dict(
     demos=False,
+    after={gid: [_SHUTDOWN] for gid in _GRADED},
     replace={"pinned_job": '''
 class PinnedJob:
     """One pinned actor per notebook node; shard i goes to NODES[i % 4] (the notebook's round-robin)."""
@@ -55,24 +61,7 @@ class PinnedJob:
     honest=ALL - LOCALITY - THROUGHPUT,
     may_lose=set(THROUGHPUT),
     why="not an attack: actors pinned by the notebook's NODES and shards dealt as if placed round-robin, "
-        "which the grader's seeded uneven placement is not",
-)
-
-ATTACKS["l04-ignores-placement"] = dict(
-    demos=False,
-    replace={"pinned_job": '''
-class PinnedJob:
-    """Actors wherever Ray's default policy puts them, shards dealt round-robin."""
-
-    def __init__(self, nodes):
-        self.workers = [Worker.remote() for _ in nodes]
-
-    def run(self, shards):
-        return ray.get([self.workers[i % len(self.workers)].run.remote(sh.ref) for i, sh in enumerate(shards)])
-'''},
-    honest=ALL - LOCALITY - THROUGHPUT,
-    may_lose=set(THROUGHPUT),
-    why="not an attack: the naive job under PinnedJob's name (actors placed with no regard to data)",
+        "which the grader's seeded uneven placement is not; and ray.shutdown() before every graded cell",
 )
 
 # 3. Forged evidence: locations guessed, results made in the kernel, copy counters rewritten ---
@@ -263,18 +252,4 @@ class ResidentWorker:
         "driver's node and frees the grader's shards afterwards to hide the copies; ResidentWorker copies "
         "every call from the host batch's private attributes, a kept ObjectRef or the serving actor's "
         "arrays (read with __ray_call__), falling back to counted reads",
-)
-
-# 6. Not an attack: Ray shut down before every graded cell (learners "clean up") ---------------
-
-_SHUTDOWN = "import ray\nray.shutdown()  # 'cleaning up' before the next check\n"
-ATTACKS["l04-shutdown-before-every-check"] = dict(
-    demos=False,
-    after={gid: [_SHUTDOWN] for gid in ("shard_nodes", "test-shard-nodes", "naive_job", "task_job", "pinned_job",
-                                         "test-pinned-correct", "test-pinned-locality-tier1",
-                                         "test-pinned-locality-tier2", "test-pinned-bytes",
-                                         "test-pinned-throughput-tier1", "test-pinned-throughput-tier2",
-                                         "resident_worker", "test-resident-copies", "link_bytes")},
-    honest=set(ALL),
-    why="not an attack: ray.shutdown() before every graded cell must cost nothing (issue 15)",
 )
