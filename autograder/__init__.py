@@ -65,7 +65,8 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
     import __main__
 
     from .checks import for_lab
-    from .report import Result, print_report
+    from .report import print_report
+    from .session import local
 
     lab = lab or _lab
     if lab is None:
@@ -76,21 +77,5 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
             raise KeyError(f"{lab} has no check {name!r}; it has {', '.join(checks)}")
         checks = {name: checks[name]}
     namespace = vars(__main__) if namespace is None else namespace
-    results = []
-    session = None
-    for c in checks.values():
-        if c.grader_side:
-            from .session import local
-
-            session = session or local(lab, namespace)
-            results.append(session.run(c.name))
-            continue
-        missing = [p for p in c.params if p not in namespace]
-        try:
-            if missing:
-                raise AssertionError(f"{', '.join(missing)} is not defined yet: run its cell first")
-            c.fn(*(namespace[p] for p in c.params))
-            results.append(Result(c.name, c.points, c.points, ""))
-        except AssertionError as exc:
-            results.append(Result(c.name, 0.0, c.points, str(exc)))
-    return print_report(results)
+    session = local(lab, namespace)
+    return print_report([session.run(c.name) for c in checks.values()])

@@ -3,10 +3,10 @@
 Shared by ``check`` (a throw-away course around one learner notebook) and ``grade`` (an
 instructor's course directory). Each submission is graded in its own ``nbgrader`` process
 with a wall-clock limit, so a submission that hangs or kills its kernel costs its own grade
-and nothing else. For a lab whose checks are grader-side, this process serves the kernel's
-hidden test cells (:class:`autograder.session.Session` behind an
-:class:`autograder.channel.Endpoint`), then writes its own verdicts into the gradebook over
-whatever the kernel's cells reported, and flags every kernel pass it did not confirm.
+and nothing else. This process serves the kernel's hidden test cells
+(:class:`autograder.session.Session` behind an :class:`autograder.channel.Endpoint`), then
+writes its own verdicts into the gradebook over whatever the kernel's cells reported, and
+flags every kernel pass it did not confirm.
 """
 
 from __future__ import annotations
@@ -187,14 +187,6 @@ def read_results(course: Path, assignment: str, student: str) -> list[Result]:
     return results
 
 
-def grader_side(assignment: str) -> bool:
-    """Whether ``assignment``'s checks run in the grader's process (behind the trust boundary)."""
-    from .checks import for_lab
-
-    checks = for_lab(assignment).values()
-    return bool(checks) and all(c.grader_side for c in checks)
-
-
 def merge(kernel: list[Result], grader: list[Result]) -> tuple[list[Result], list[str]]:
     """Exactly the grader's checks, with its verdicts; and the checks the kernel over-reported.
 
@@ -243,12 +235,12 @@ def autograde(course: Path, assignment: str, student: str, *,
     from .session import Session
 
     seed = _seed_env(student).get("seed")
-    session = Session(assignment, seed=int(seed) if seed else None) if grader_side(assignment) else None
-    endpoint = Endpoint(session.serve) if session else None
+    session = Session(assignment, seed=int(seed) if seed else None)
+    endpoint = Endpoint(session.serve)
     leftovers = Leftovers()
     try:
         try:
-            env = {**endpoint.env, **session.start(), "AUTOGRADER_SEED": ""} if session else None
+            env = {**endpoint.env, **session.start(), "AUTOGRADER_SEED": ""}
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
                            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again")
@@ -256,17 +248,15 @@ def autograde(course: Path, assignment: str, student: str, *,
                   "AUTOGRADER_SUBMISSION_TIMEOUT_S": str(int(timeout_s))}
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
                          f"--Execute.timeout={int(cell_timeout_s)}", f"--config={GRADING_CONFIG}"],
-                        course, timeout_s, env={**(env or {}), **limits})
+                        course, timeout_s, env={**env, **limits})
     finally:
-        if session:
-            session.close()  # the reference process and the lab's Ray, before the leftovers are counted
+        session.close()  # the reference process and the lab's Ray, before the leftovers are counted
         killed = leftovers.end()  # before anything is read back: nothing of it runs on
-        if endpoint:
-            endpoint.close()
-    verdicts = session.seal() if session else []
+        endpoint.close()
+    verdicts = session.seal()
     results = read_results(course, assignment, student) if proc.returncode != 124 else []
     log = (proc.stderr or "") + (proc.stdout or "") + "".join(
-        f"\n[autograder | grader error]\n{f}" for f in (endpoint.failures if endpoint else []))
+        f"\n[autograder | grader error]\n{f}" for f in endpoint.failures)
     log += "".join(f"\n[autograder | killed after the submission] {c}" for c in killed)
     outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed))
     if proc.returncode == 124:
@@ -274,10 +264,9 @@ def autograde(course: Path, assignment: str, student: str, *,
     elif proc.returncode != 0 or not results:
         reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else cause(log)
         outcome.error = f"nbgrader autograde failed: {reason}"
-    if verdicts:  # the grade is the grader's, however the kernel's run ended
-        outcome.results, outcome.flags = merge(results, verdicts)
-        if results:
-            write_scores(course, assignment, student, outcome.results)
+    outcome.results, outcome.flags = merge(results, verdicts)  # the grader's, however the kernel's run ended
+    if results:
+        write_scores(course, assignment, student, outcome.results)
     return outcome
 
 

@@ -302,8 +302,8 @@ class Session:
             if name in self.verdicts:
                 return self.verdicts[name]
             check = self.checks.get(name)
-            if check is None or not check.grader_side:
-                return Result(str(name)[:60], 0.0, 0.0, "no such grader-side check in this lab")
+            if check is None:
+                return Result(str(name)[:60], 0.0, 0.0, "no such check in this lab")
             if self._sealed:
                 return Result(name, 0.0, check.points, "asked for after grading had ended")
             try:

@@ -1,42 +1,29 @@
-"""Grader-side checks, one module per lab, registered by lab id and check name.
+"""The checks, one module per lab, registered by lab id and check name.
 
-A check raises ``AssertionError`` with a one-line reason when a target is missed. The
-check's name is its hidden test cell's nbgrader ``grade_id`` without the ``test-`` prefix, so
-the CLI's report, the gradebook and ``autograder.check()`` in a notebook all agree.
-
-Two kinds, while the labs move behind the trust boundary (README, "How the grader measures"):
-
-* **grader-side** (``@register(..., grader_side=True)``, or :func:`tiers`): the function takes
-  the grading :class:`~autograder.session.Session` and reaches learner code only through
-  ``session.learner.call(...)``. It runs in the grader's process; its hidden cell is
-  ``autograder.grade("<name>")``, and its verdict is the grade whatever the kernel shows.
-* **in-kernel** (labs not yet moved): the function takes the learner's objects by name and
-  runs in the learner's kernel; its hidden cell calls it, and nbgrader's score is the grade.
+A check takes the grading :class:`~autograder.session.Session`, reaches learner code only
+through ``session.learner.call(...)`` (and the reference through ``session.reference``), and
+raises ``AssertionError`` with a one-line reason when a target is missed. It runs in the
+grader's process (README, "The trust boundary"); its hidden test cell is
+``autograder.grade("<name>")``, and its verdict is the grade whatever the kernel shows. The
+check's name is that cell's nbgrader ``grade_id`` without the ``test-`` prefix, so the CLI's
+report, the gradebook and ``autograder.check()`` in a notebook all agree.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 from dataclasses import dataclass
 from typing import Callable
 
 
 @dataclass(frozen=True)
 class Check:
-    """One graded check: which lab, its name, its points, and the learner objects it takes."""
+    """One graded check: which lab, its name, its points, and the function that runs it."""
 
     lab: str
     name: str
     points: float
     fn: Callable
-    grader_side: bool = False
-
-    @property
-    def params(self) -> list[str]:
-        """The learner names an in-kernel check takes, in order (e.g. ``["throughput"]``)."""
-        return [] if self.grader_side else list(inspect.signature(self.fn).parameters)
-
     @property
     def grade_id(self) -> str:
         return f"test-{self.name}"
@@ -45,11 +32,11 @@ class Check:
 REGISTRY: dict[str, dict[str, Check]] = {}
 
 
-def register(lab: str, name: str, points: float, *, grader_side: bool = False):
+def register(lab: str, name: str, points: float):
     """Decorator: record a check function under ``lab`` and ``name``."""
 
     def wrap(fn):
-        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, points, fn, grader_side)
+        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, points, fn)
         return fn
 
     return wrap
@@ -57,7 +44,7 @@ def register(lab: str, name: str, points: float, *, grader_side: bool = False):
 
 def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], points: tuple[float, ...],
           measure: Callable, explain: Callable[[object, float], str]) -> None:
-    """Register one grader-side check per tier of one measured ratio.
+    """Register one check per tier of one measured ratio.
 
     ``measure(session)`` returns a result with a ``ratio`` (learner / reference, measured
     side by side); it runs once per grading run and every tier reads it. Tier ``i`` passes
@@ -73,7 +60,7 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], point
         return check
 
     for name, threshold, pts in zip(names, thresholds, points, strict=True):
-        register(lab, name, pts, grader_side=True)(tier(threshold))
+        register(lab, name, pts)(tier(threshold))
 
 
 def module_for(lab: str) -> str:

@@ -142,7 +142,7 @@ def _worker(session: Session) -> WorkerRun:
     return session.memo(measure_worker, lambda: measure_worker(session))
 
 
-@register(LAB, "worker-correct", 2, grader_side=True)
+@register(LAB, "worker-correct", 2)
 def worker_correct(session):
     """The learner's actor returns the kernel's per-image results for seeded batches."""
     run = _worker(session)
@@ -150,7 +150,7 @@ def worker_correct(session):
         raise AssertionError(run.wrong)
 
 
-@register(LAB, "worker-state", 1, grader_side=True)
+@register(LAB, "worker-state", 1)
 def worker_state(session):
     """The actor keeps state between calls: it counts every image it has processed."""
     run = _worker(session)
@@ -251,13 +251,13 @@ def _driver(session: Session) -> DriverRun:
     return session.memo(measure_driver, lambda: measure_driver(session))
 
 
-@register(LAB, "driver-correct", 2, grader_side=True)
+@register(LAB, "driver-correct", 2)
 def driver_correct(session):
     """run_pool returns every batch's result, in batch order, each from a GPU that ran it."""
     _driver(session)
 
 
-@register(LAB, "driver-concurrency", 2, grader_side=True)
+@register(LAB, "driver-concurrency", 2)
 def driver_concurrency(session):
     """The driver keeps the fleet busy (the jobs' kernel time over the grader's wall time)."""
     run = _driver(session)
@@ -355,13 +355,13 @@ def _model(session: Session, t_kernel: float, salt: int) -> None:
             f"your run_pool at {measured:,.0f} calls/s (needs {low:g}–{high:g}x the prediction): {why}")
 
 
-@register(LAB, "model-short-kernel", 2, grader_side=True)
+@register(LAB, "model-short-kernel", 2)
 def model_short_kernel(session):
     """Model vs the grader's re-measurement at the short kernel (driver-bound regime)."""
     _model(session, T.short_kernel_s, 5)
 
 
-@register(LAB, "model-long-kernel", 2, grader_side=True)
+@register(LAB, "model-long-kernel", 2)
 def model_long_kernel(session):
     """Model vs the grader's re-measurement at the long kernel (GPU-bound regime)."""
     _model(session, T.long_kernel_s, 6)

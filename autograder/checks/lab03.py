@@ -260,13 +260,13 @@ def _measured(session: Session, kind: str) -> dict:
     return session.memo(("policy", kind), run)
 
 
-@register(LAB, "resources-enforced", 2, grader_side=True)
+@register(LAB, "resources-enforced", 2)
 def resources_enforced(session):
     """Custom resources: no tenant ever holds more GPUs than its quota, each flooding alone and together."""
     _enforced(_measured(session, "resources"), "its tenant resource")
 
 
-@register(LAB, "resources-isolation", 2, grader_side=True)
+@register(LAB, "resources-isolation", 2)
 def resources_isolation(session):
     """Custom resources: the quiet tenants keep their throughput while the noisy one floods."""
     _isolated(_measured(session, "resources"))
@@ -288,7 +288,7 @@ _overhead_tiers("resources", ("resources-overhead-tier1", "resources-overhead-ti
                 "custom-resource quotas")
 
 
-@register(LAB, "groups-enforced", 2, grader_side=True)
+@register(LAB, "groups-enforced", 2)
 def groups_enforced(session):
     """Placement groups: no tenant ever holds more GPUs than its quota."""
     _enforced(_measured(session, "groups"), "its placement group")
@@ -317,7 +317,7 @@ def _manifests(session: Session) -> list:
     return session.memo(measure_manifests, lambda: measure_manifests(session))
 
 
-@register(LAB, "manifests-valid", 2, grader_side=True)
+@register(LAB, "manifests-valid", 2)
 def manifests_valid(session):
     """Every manifest passes the Kubernetes schemas (strict) or the KubeRay/Kueue field checks."""
     for quotas, objs in _manifests(session):
@@ -327,7 +327,7 @@ def manifests_valid(session):
             raise AssertionError(f"for quotas {quotas}: {exc}") from None
 
 
-@register(LAB, "manifests-quotas", 1, grader_side=True)
+@register(LAB, "manifests-quotas", 1)
 def manifests_quotas(session):
     """One ResourceQuota per tenant namespace with requests.nvidia.com/gpu = its quota; they sum to the pool."""
     for quotas, objs in _manifests(session):
@@ -341,7 +341,7 @@ def manifests_quotas(session):
             raise AssertionError(f"for quotas {quotas}: the tenants' GPU quotas sum to {total}, not the pool of {T.pool}")
 
 
-@register(LAB, "manifests-gpu-limits", 1, grader_side=True)
+@register(LAB, "manifests-gpu-limits", 1)
 def manifests_gpu_limits(session):
     """GPU workers set whole-number nvidia.com/gpu limits; each namespace caps GPUs per container."""
     for quotas, objs in _manifests(session):
@@ -360,7 +360,7 @@ def manifests_gpu_limits(session):
                             f"limits {k8s.GPU} = {value!r}; GPU workers need a whole number ≥ 1 in limits")
 
 
-@register(LAB, "manifests-fit", 1, grader_side=True)
+@register(LAB, "manifests-fit", 1)
 def manifests_fit(session):
     """Each tenant's RayCluster fits its quota and is queued in a Kueue LocalQueue whose ClusterQueue has that quota."""
     for quotas, objs in _manifests(session):

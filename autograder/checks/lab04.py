@@ -280,7 +280,7 @@ class Dataset:
 
 # ---------------------------------------------------------------- shard_nodes
 
-@register(LAB, "shard-nodes", 2, grader_side=True)
+@register(LAB, "shard-nodes", 2)
 def shard_nodes_correct(session):
     """shard_nodes(refs) names every node holding a copy of each object, as Ray's directory does."""
     data = Dataset(session)
@@ -364,7 +364,7 @@ def _pinned(session: Session) -> Pinned:
     return session.memo(measure_pinned, lambda: measure_pinned(session))
 
 
-@register(LAB, "pinned-correct", 2, grader_side=True)
+@register(LAB, "pinned-correct", 2)
 def pinned_correct(session):
     """Every shard of the grader's is processed, with the right result (checksums)."""
     _pinned(session)  # a wrong result fails the measurement itself
@@ -380,19 +380,19 @@ def _locality(session: Session, tier: float) -> None:
             "each shard, not by node ids or positions from the notebook")
 
 
-@register(LAB, "pinned-locality-tier1", 2, grader_side=True)
+@register(LAB, "pinned-locality-tier1", 2)
 def pinned_locality_tier1(session):
     """Locality ≥ the first tier on the grader's placement."""
     _locality(session, T.locality_tiers[0])
 
 
-@register(LAB, "pinned-locality-tier2", 2, grader_side=True)
+@register(LAB, "pinned-locality-tier2", 2)
 def pinned_locality_tier2(session):
     """Locality ≥ the top tier on the grader's placement."""
     _locality(session, T.locality_tiers[1])
 
 
-@register(LAB, "pinned-bytes", 2, grader_side=True)
+@register(LAB, "pinned-bytes", 2)
 def pinned_bytes(session):
     """Bytes moved between nodes ≤ a fraction of the naive placement's, same run."""
     m = _pinned(session)
@@ -410,7 +410,7 @@ tiers(LAB, ("pinned-throughput-tier1", "pinned-throughput-tier2"), T.throughput_
 
 # ---------------------------------------------------------------- ResidentWorker, link bytes
 
-@register(LAB, "resident-copies", 2, grader_side=True)
+@register(LAB, "resident-copies", 2)
 def resident_copies(session):
     """A resident worker reads its host batch once, however often it runs, and is right."""
     seed = session.rng(5).randrange(2**31)
@@ -432,7 +432,7 @@ def resident_copies(session):
                              "calls; a resident worker copies once, in __init__ (locality.to_device)")
 
 
-@register(LAB, "link-bytes", 1, grader_side=True)
+@register(LAB, "link-bytes", 1)
 def link_bytes(session):
     """link_bytes_per_s agrees with the formula on inputs the grader draws."""
     import math
