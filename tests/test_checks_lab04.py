@@ -144,7 +144,7 @@ class CopiesEveryCall:
 
 @pytest.mark.slow
 def test_each_wrong_answer_fails_its_own_check(nodes, monkeypatch):
-    monkeypatch.setattr(lab04, "T", dataclasses.replace(lab04.T, rounds=2))
+    monkeypatch.setattr(lab04, "T", dataclasses.replace(lab04.T, rounds=2, shards=6))
     bad = session(PinnedJob=ShipsBytes, ResidentWorker=CopiesEveryCall,
                   shard_nodes=lambda refs: [set() for _ in refs])
     got = {name: bad.run(name) for name in bad.checks}

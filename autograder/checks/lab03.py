@@ -27,6 +27,7 @@ from ..targets import LAB03 as T
 from . import register, tiers
 
 LAB = "03_quotas"
+POOL = "autograder_pool"  # the grader's own resource: the pool's size, whatever else the Ray has
 LEARNER_NAMES = ("quota_resources", "resource_options", "tenant_groups", "group_options", "tenant_manifests")
 QUOTAS = dict(T.quotas)
 
@@ -57,7 +58,7 @@ def resource_policy(session: Session) -> dict:
                                returns="json", timeout_s=session.call_timeout_s)
     if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v >= 0 for v in res.values()):
         raise AssertionError(f"quota_resources returned {str(res)[:80]}; expected a dict of resource name -> amount")
-    if any(k in ("CPU", "GPU", "memory") for k in res):
+    if any(k in ("CPU", "GPU", "memory", POOL) for k in res):
         raise AssertionError("quota_resources must name custom resources only (not CPU/GPU/memory)")
     options = {t: _options(session.learner.call("resource_options", t, what=f"resource_options({t!r})",
                                                 returns="json", timeout_s=session.call_timeout_s), t)
@@ -132,46 +133,65 @@ def groups_policy(session: Session) -> dict:
 
 # ---------------------------------------------------------------- the grader's measurement
 
+def _start(resources: dict | None) -> None:
+    """The reference process's Ray for both policies: twice the pool's GPUs, the custom-resource
+    policy's ``resources`` (None: those it has), and :data:`POOL` -- one unit per GPU of the
+    pool, which every kernel but a placement group's takes, so that neither the custom-resource
+    policy nor the no-quota reference ever runs more than the pool. Placement groups reserve
+    one half of the GPUs and the no-quota reference runs on the other, so no group is removed
+    mid-measurement (a task can be stranded on a removed group); one Ray start serves both.
+
+    A worker process per GPU, started before measuring: with only the pool's worth, the
+    no-quota reference next to placement groups started its workers during the overhead
+    rounds and measured 13-60 kernels/s against the groups' 67 (overhead "1.5x").
+    """
+    import ray
+
+    if resources is None:
+        resources = tenancy.tenant_resources(None) if ray.is_initialized() else {}
+    try:
+        tenancy.start({**resources, POOL: T.pool}, pool=2 * T.pool)
+    except Exception as exc:  # noqa: BLE001 -- a bad resource dict can make ray.init fail
+        raise AssertionError(f"Ray would not start with quota_resources' {resources!r}: {exc}") from None
+
+
+def _pooled(opts: dict) -> dict:
+    """A kernel's options plus one unit of the grader's :data:`POOL`."""
+    return {**opts, "resources": {**(opts.get("resources") or {}), POOL: 1}}
+
+
 @step
 def measure_policy(policy: dict) -> dict:
-    """Reference-process side: a policy's enforcement, isolation and overhead, on a Ray started for it.
-
-    Custom resources: the pool, with exactly the policy's resources. Placement groups: twice
-    the pool -- the groups reserve one half, the no-quota reference runs on the other, so no
-    group is removed mid-measurement (a task can be stranded on a removed group).
-    """
+    """Reference-process side: a policy's enforcement, isolation and overhead (see :func:`_start`)."""
     import ray
     from ray.util import placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     groups = {}
+    _start(policy.get("resources"))
     if "groups" in policy:
-        tenancy.start(None, pool=T.pool, spare=T.pool)
         groups = {t: placement_group(g["bundles"], strategy=g["strategy"]) for t, g in policy["groups"].items()}
         ready, _ = ray.wait([g.ready() for g in groups.values()], num_returns=len(groups), timeout=T.pg_ready_timeout_s)
         if len(ready) < len(groups):
             tenancy.remove_groups(groups)
             raise AssertionError(f"the placement groups were not all ready within {T.pg_ready_timeout_s:g} s: "
                                  f"do they ask for more than the pool of {T.pool} GPUs?")
-    else:
-        try:
-            tenancy.start(policy["resources"], pool=T.pool)
-        except Exception as exc:  # noqa: BLE001 -- a bad resource dict can make ray.init fail
-            raise AssertionError(f"Ray would not start with quota_resources' {policy['resources']!r}: {exc}") from None
 
     def options(t):
         o = dict(policy["options"][t])
         group = o.pop("group", None)
-        if group is not None:
-            o["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
-                groups[group["tenant"]], placement_group_bundle_index=group["bundle_index"])
+        if group is None:
+            return _pooled(o)
+        o["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+            groups[group["tenant"]], placement_group_bundle_index=group["bundle_index"])
         return o
 
     try:
-        go = _runner(options)
-        if groups:
-            go(tenancy.saturate(QUOTAS), 0.5)  # new groups start cold: warm them, discarded
-        return _measure(go)
+        go, none = _runner(options), _runner(lambda t: _pooled({}))
+        if groups:  # new groups start cold, and the no-quota reference then needs workers of its own
+            go(tenancy.saturate(QUOTAS), 0.5)
+            none(tenancy.saturate(QUOTAS), T.phase_s)
+        return _measure(go, none)
     finally:
         tenancy.remove_groups(groups)
 
@@ -185,11 +205,10 @@ def _runner(options):
     return go
 
 
-def _measure(go) -> dict:
+def _measure(go, none) -> dict:
     """Enforcement bursts, isolation rounds and overhead rounds with one policy ``go``.
 
-    The no-quota reference saturates whatever GPUs no placement group holds: the whole pool
-    for custom resources, the spare half for placement groups (:func:`measure_groups`).
+    The no-quota reference saturates the pool's worth of GPUs that no placement group holds.
     """
     peaks = {t: 0 for t in QUOTAS}
     bursts = {}
@@ -216,7 +235,6 @@ def _measure(go) -> dict:
             iso[t].append(got["flood"].throughput(t) / solo if solo else 0.0)
         flood_summary = got["flood"].summary()
     ratios, totals = [], []
-    none = _runner(None)
     for rnd in range(T.rounds):
         order = ("quota", "none") if rnd % 2 == 0 else ("none", "quota")
         got = {}
