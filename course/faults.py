@@ -428,12 +428,14 @@ def cold_start(code: str = "import numpy, ray, course.kernels", repeats: int = 3
 
 def crashloop_backoff(restarts: int, *, initial_s: float = BACKOFF_INITIAL_S,
                       cap_s: float = BACKOFF_CAP_S) -> list[float]:
-    """Documented back-off before restart 1, 2, ...: 10 s, 20 s, 40 s ... capped at 300 s.
+    """Documented delay before restart 1, 2, ...: none, then 10 s, 20 s, 40 s ... capped at 300 s.
 
-    (kubernetes.io "Pod Lifecycle": the kubelet restarts exited containers in place with an
-    exponential back-off delay -- 10 s, 20 s, 40 s, ... -- capped at five minutes.)
+    (kubernetes.io "Pod Lifecycle", *How Pods handle problems with containers*: after the
+    initial crash the kubelet restarts the container at once; later crashes get an exponential
+    back-off -- 10 s, 20 s, 40 s, ... -- capped at five minutes, reset after ten minutes of
+    running. Recent releases let a node configure the cap.)
     """
-    return [min(initial_s * 2**k, cap_s) for k in range(restarts)]
+    return [0.0 if k == 0 else min(initial_s * 2 ** (k - 1), cap_s) for k in range(restarts)]
 
 
 def k8s_restart_model(cold_start_s: float, restarts: int) -> list[float]:

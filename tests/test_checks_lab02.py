@@ -60,8 +60,8 @@ def test_summary_percentiles_and_cdf():
 
 
 def test_kubernetes_model_follows_documented_backoff():
-    assert faults.crashloop_backoff(7) == [10, 20, 40, 80, 160, 300, 300]
-    assert faults.k8s_restart_model(1.5, 3) == [11.5, 21.5, 41.5]
+    assert faults.crashloop_backoff(8) == [0, 10, 20, 40, 80, 160, 300, 300]  # the first restart is immediate
+    assert faults.k8s_restart_model(1.5, 3) == [1.5, 11.5, 21.5]
     assert faults.NODE_FAILURE_TOLERATION_S == 300
 
 
