@@ -1,0 +1,235 @@
+"""Every number in a lab's prose is measured in the notebook or cited (issue 13).
+
+Fast: reads the markdown cells of every ``solutions/*/*.ipynb`` as text; no kernel, no Ray.
+
+The rule, one **sentence** at a time (a table row, a list item and a blockquote are split into
+sentences too):
+
+* A *claim number* is a number with a unit: s, ms, µs, seconds, minutes, hours; %; × or x as
+  a multiplier (not 64×64); KB/MB/GB, KiB/MiB/GiB; GPUs, nodes, pods; images/s, calls/s.
+  Text in backticks, fenced code and ``$$`` math is code, not prose, and is not searched.
+* It is **sourced** when its sentence carries a citation marker: an italic page title
+  (*Pod Lifecycle*: an italic span that starts with a capital letter), a web address
+  (kubernetes.io, https://...), a file name in backticks (`release/benchmarks/README.md`,
+  `ray_config_def.h`: a path with "/" or a name with a file extension), or the word "docs",
+  "documentation" or "docstring".
+* It is **quoted** when it stands inside double quotes or in a ``>`` blockquote: the claims
+  this course tests are quoted to be measured, not asserted.
+* Anything else must be in ``EXEMPT`` below, with the reason it needs no source (the notebook
+  prints it, it is a grading target in ``autograder/targets.py``, it is the lab's own set-up or
+  a definition). A grading target's value is checked against ``autograder/targets.py``, and an
+  exemption no sentence uses any more fails too, so the list stays true.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
+
+NUM = r"\d+(?:[.,]\d+)*"
+UNIT = (r"(?:ms|µs|s|sec|seconds?|min|minutes?|hours?|%|×(?!\s*\d)|x(?![\w\d])|"
+        r"[KMG]i?B|GPUs?|nodes?|pods?|(?:images|calls|items|kernels)/s)")
+# A number (a range "15–50" counts as one), an optional "k" (thousands), then a unit, joined by
+# a space, a thin or no-break space, or a hyphen ("200-GPU").
+CLAIM = re.compile(rf"(?<![\w.]){NUM}(?:\s?[–-]\s?{NUM})?k?[\s\u2009\u00a0-]?{UNIT}(?![\w])")
+CITATION = re.compile(
+    r"(?<!\*)\*(?!\*)\"?[A-Z][^*\n]+(?<!\*)\*(?!\*)"                # an italic page title (not bold)
+    r"|https?://"                                                   # a URL
+    r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:io|com|org|dev|net)\b"      # a web address
+    r"|`[\w.-]+(?:/[\w.-]+)+`|`[\w/.-]+\.(?:py|md|json|h|cc|yaml|yml|rst|txt|ipynb)`"  # a file
+    r"|\b(?i:docs|documentation|docstring)\b")
+QUOTE = re.compile(r'"[^"\n]*"|“[^”]*”')
+CODE_SPAN = re.compile(r"`[^`]*`")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*(\"“`])")
+
+TARGET = "grading target, autograder/targets.py "
+
+
+def target(name: str) -> str:
+    """The reason for a number that states a grading target; the test checks it against the file."""
+    return TARGET + name
+
+
+# (lab, the number as written, text of its sentence, why it needs no citation)
+EXEMPT = [
+    ("00_measure", "15 %", "Each must come within", target("LAB00.rel_tolerance")),
+    ("00_measure", "0.6×", "its own best", target("LAB00.batch_tiers")),
+    ("00_measure", "0.8×", "its own best", target("LAB00.batch_tiers")),
+    ("01_actor_scaling", "0.5×", "with the reference actor", target("LAB01.worker_tiers")),
+    ("01_actor_scaling", "0.7×", "with the reference actor", target("LAB01.worker_tiers")),
+    ("01_actor_scaling", "0.5×", "that of the reference driver", target("LAB01.driver_tiers")),
+    ("01_actor_scaling", "0.8×", "that of the reference driver", target("LAB01.driver_tiers")),
+    ("01_actor_scaling", "25 %", "seeded overhead (within", target("LAB01.fit_tolerance")),
+    ("01_actor_scaling", "0.8×", "must be 0.8× to 2× the prediction", target("LAB01.model_band")),
+    ("01_actor_scaling", "2×", "must be 0.8× to 2× the prediction", target("LAB01.model_band")),
+    ("01_actor_scaling", "2 ms", "a **short** one", target("LAB01.short_kernel_s")),
+    ("01_actor_scaling", "50 ms", "a **long** one", target("LAB01.long_kernel_s")),
+    ("03_quotas", "4×", "keeps 4× its quota in flight", target("LAB03.flood_factor")),
+    ("03_quotas", "0.55×", "the quiet tenants keep", target("LAB03.isolation_min")),
+    ("03_quotas", "0.5×", "with quotas vs without", target("LAB03.overhead_tiers")),
+    ("03_quotas", "0.75×", "with quotas vs without", target("LAB03.overhead_tiers")),
+    ("04_data_affinity", "4 MiB", "1,024 seeded 64×64 images",
+     "a definition: 1,024 images × 64 × 64 one-byte pixels = 4 MiB (course/locality.py SHARD_IMAGES)"),
+    ("04_data_affinity", "0.25×", "those of the naive job", target("LAB04.bytes_vs_naive")),
+    ("04_data_affinity", "0.4×", "the reference `PinnedJob`", target("LAB04.throughput_tiers")),
+    ("04_data_affinity", "0.6×", "the reference `PinnedJob`", target("LAB04.throughput_tiers")),
+]
+
+
+def sentences(markdown: str):
+    """(text, quoted) for every sentence of one markdown cell, with what stood inside double
+    quotes replaced by "…"; quoted: the sentence is in a blockquote."""
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    items, current, quote = [], [], False
+    for line in text.splitlines() + [""]:
+        stripped = line.strip()
+        new_item = (not stripped or stripped.startswith(("|", "* ", "- ", "#"))
+                    or re.match(r"\d+\. ", stripped) or stripped.startswith(">") != quote)
+        if new_item and current:
+            items.append((" ".join(current), quote))
+            current = []
+        quote = stripped.startswith(">")
+        if stripped:
+            current.append(stripped.lstrip(">").strip())
+    for item, quoted in items:
+        item = QUOTE.sub('"…"', item)  # a quote may span sentences: out before splitting
+        for s in SENTENCE_END.split(item):
+            if s.strip():
+                yield s.strip(), quoted
+
+
+def claims(sentence: str) -> list[str]:
+    """The claim numbers of one sentence that are not inside code spans or quotes."""
+    prose = CODE_SPAN.sub(" ", sentence)
+    prose = QUOTE.sub(" ", prose)
+    prose = prose.replace("**", "")
+    return [m.group(0) for m in CLAIM.finditer(prose)]
+
+
+def unsourced(markdown: str) -> list[tuple[str, str]]:
+    """(number, sentence) for every claim number of one markdown cell with no citation marker."""
+    out = []
+    for s, quoted in sentences(markdown):
+        if quoted or CITATION.search(s):
+            continue
+        out += [(n, s) for n in claims(s)]
+    return out
+
+
+def exempt(lab: str, number: str, sentence: str):
+    """The exemption that covers this number in this sentence, or None."""
+    for e in EXEMPT:
+        if e[0] == lab and e[1] == number and e[2] in sentence:
+            return e
+    return None
+
+
+def hits(notebooks=NOTEBOOKS):
+    """(lab, cell index, number, sentence, exemption) for every unsourced claim number."""
+    for path in notebooks:
+        lab = path.parent.name
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            if cell["cell_type"] != "markdown":
+                continue
+            for number, s in unsourced("".join(cell["source"])):
+                yield lab, i, number, s, exempt(lab, number, s)
+
+
+# --- the detector itself ------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "The quiet tenants kept about 0.9x of their solo throughput.",
+    "Placement groups measured 0.62–0.69× here.",
+    "A restart takes 15–50 s after a node failure.",
+    "Kubernetes tops out at ~300 GPUs.",
+    "Each shard is 4 MiB.",
+    "Overhead is about 15 % on this machine.",
+    "Starting the cluster takes 15 s on a laptop. Ray's *Scheduling* page says something else.",
+])
+def test_detector_flags_an_unsourced_number(text):
+    assert unsourced(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "Ray's guide *Optimizing performance* says tasks shorter than about 10 ms rarely speed up.",
+    "The cap is 5 minutes (kubernetes.io, Pod Lifecycle).",
+    "Defaults in `src/ray/common/ray_config_def.h` make it 15–50 s.",
+    "The Ray docs say 1 ms per call.",
+    'The claim: "Ray resurrects a dead actor in ~30 ms".',
+    "> *Kubernetes tops out at ~300 GPUs.*",
+    "A batch of 64×64 images, a 3×3 filter.",
+    "Call `time.sleep(0.05)` with `num_gpus=1`.",
+    "Lab 02 has 15 points and 3 exercises.",
+])
+def test_detector_passes_sourced_quoted_or_unitless_text(text):
+    assert not unsourced(text), text
+
+
+def test_detector_reads_sentences_not_cells():
+    cell = ("Ray's *Scheduling* page covers locality.\n"
+            "The naive job moved 30 % more bytes.")
+    assert [n for n, _ in unsourced(cell)] == ["30 %"]
+
+
+def test_a_number_planted_in_a_lab_is_caught(tmp_path):
+    lab = NOTEBOOKS[0]
+    nb = json.loads(lab.read_text())
+    nb["cells"].append({"cell_type": "markdown", "metadata": {},
+                        "source": ["On this machine the quiet tenants kept about 0.9x of their solo\n",
+                                   "throughput, and each must come within ±15 % of the truth.\n"]})
+    planted = tmp_path / lab.parent.name / lab.name
+    planted.parent.mkdir()
+    planted.write_text(json.dumps(nb))
+    caught = [(i, number) for _, i, number, _, e in hits([planted]) if e is None]
+    assert caught == [(len(nb["cells"]) - 1, "0.9x"), (len(nb["cells"]) - 1, "15 %")]
+
+
+# --- the labs -----------------------------------------------------------------------------
+
+def test_every_number_in_the_prose_is_measured_or_cited():
+    bad = [f"{lab} cell {i}: {number!r} in: {s}" for lab, i, number, s, e in hits() if e is None]
+    assert not bad, ("numbers with a unit and neither a citation in their sentence nor an entry in "
+                     "EXEMPT (tests/test_prose.py):\n" + "\n".join(bad))
+
+
+def test_every_exemption_is_used():
+    used = {id(e) for *_, e in hits() if e is not None}
+    stale = [e[:3] for e in EXEMPT if id(e) not in used]
+    assert not stale, f"exemptions no sentence needs any more (remove them): {stale}"
+
+
+def test_every_exemption_has_a_reason():
+    assert all(len(e) == 4 and e[3].strip() for e in EXEMPT)
+
+
+def value(number: str) -> float:
+    """A claim number in the units autograder/targets.py uses: seconds, fractions, ratios."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s?(ms|s|%|×)", number)
+    assert m, f"cannot read {number!r} as a target"
+    return float(m.group(1)) * {"ms": 1e-3, "s": 1.0, "%": 1e-2, "×": 1.0}[m.group(2)]
+
+
+def test_target_exemptions_say_what_targets_py_says():
+    from autograder import targets
+
+    for lab, number, _, reason in EXEMPT:
+        if not reason.startswith(TARGET):
+            continue
+        obj, field = reason[len(TARGET):].split(".")
+        got = getattr(getattr(targets, obj), field)
+        allowed = got if isinstance(got, tuple) else (got,)
+        assert any(abs(value(number) - a) < 1e-9 for a in allowed), (
+            f"{lab}: the prose says {number}, autograder/targets.py {obj}.{field} is {got}")
+
+
+def test_the_shard_size_definition_holds():
+    # read from the source, so that this test imports no Ray
+    images = re.search(r"^SHARD_IMAGES = (\d+)", (ROOT / "course" / "locality.py").read_text(), re.M)
+    assert int(images.group(1)) * 64 * 64 == 4 * 2**20
