@@ -1,4 +1,7 @@
-"""nbgrader configuration the grader adds to the course's own while it autogrades (``--config``).
+"""nbgrader configuration the grader adds to the course's own while it autogrades.
+
+Given as ``--JupyterApp.config_file`` (nbgrader ignores ``--config``; the course directory's
+``nbgrader_config.py`` is still read).
 
 A hidden test cell (``autograder.grade(...)``) waits while the grader measures the learner's
 code, and the grader bounds every call of that code itself (``AUTOGRADER_CALL_TIMEOUT_S``). So

@@ -29,6 +29,7 @@ KIT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CELL_TIMEOUT_S = 240
 DEFAULT_SUBMISSION_TIMEOUT_S = 1800
 GRADING_CONFIG = Path(__file__).with_name("grading_config.py")
+CONFIG_ARG = f"--JupyterApp.config_file={GRADING_CONFIG.with_suffix('')}"  # nbgrader ignores --config
 
 
 def cell_timeout(cell) -> int:
@@ -247,7 +248,7 @@ def autograde(course: Path, assignment: str, student: str, *,
         limits = {"AUTOGRADER_CELL_TIMEOUT_S": str(int(cell_timeout_s)),
                   "AUTOGRADER_SUBMISSION_TIMEOUT_S": str(int(timeout_s))}
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
-                         f"--Execute.timeout={int(cell_timeout_s)}", f"--config={GRADING_CONFIG}"],
+                         f"--Execute.timeout={int(cell_timeout_s)}", CONFIG_ARG],
                         course, timeout_s, env={**env, **limits})
     finally:
         session.close()  # the reference process and the lab's Ray, before the leftovers are counted

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from autograder import nbgrader_run
 from autograder.report import Result
-from notebooks import released, variant
+from notebooks import ROOT, released, variant
 
 ALEMBIC_LOG = """[GenerateAssignmentApp | INFO] Copying source/00_measure/00_measure.ipynb
 Traceback (most recent call last):
@@ -56,6 +57,15 @@ def test_a_hidden_cell_waits_for_the_grader_under_the_submission_limit(monkeypat
     config = {}
     exec(nbgrader_run.GRADING_CONFIG.read_text(), {"get_config": lambda: config.setdefault("c", _Config())})
     assert config["c"].Execute.timeout_func is nbgrader_run.cell_timeout
+
+
+def test_nbgrader_loads_the_grading_config(tmp_path):
+    """The flag autograde passes really makes nbgrader read autograder/grading_config.py."""
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "nothing", "--student", "s",
+                           nbgrader_run.CONFIG_ARG, "--debug"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert f"Loaded config file: {nbgrader_run.GRADING_CONFIG}" in proc.stdout + proc.stderr
 
 
 class _Config(dict):
