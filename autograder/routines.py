@@ -65,11 +65,18 @@ def method(workers: list, name: str) -> list:
     return ray.get([getattr(w, str(name)).remote() for w in workers])
 
 
-def calls(actor, name: str, arglists: list) -> list:
-    """``actor.<name>(*args)`` for every ``args`` of ``arglists``, all submitted at once, in order."""
+def calls(actor, name: str, arglists: list, through_restart: bool = False) -> list:
+    """``actor.<name>(*args)`` for every ``args`` of ``arglists``, all submitted at once, in order.
+
+    ``through_restart``: a call made while the actor restarts waits for it instead of failing
+    (Ray's records can show the actor alive a moment before this caller's handle knows it).
+    """
     import ray
 
-    return ray.get([getattr(actor, str(name)).remote(*args) for args in arglists])
+    method = getattr(actor, str(name))
+    if through_restart:
+        method = method.options(max_task_retries=-1)
+    return ray.get([method.remote(*args) for args in arglists])
 
 
 def actor_id(actor) -> str:

@@ -293,8 +293,8 @@ def measure_checkpoint(session: Session) -> dict:
                      timeout_s=timeout_s)
 
     def state():
-        got = learner.call("kit.calls", stashed("accumulator"), "state", [[]], what=f"{what}.state()",
-                           returns="json", timeout_s=timeout_s)[0]
+        got = learner.call("kit.calls", stashed("accumulator"), "state", [[]], True, what=f"{what}.state()",
+                           returns="json", timeout_s=timeout_s)[0]  # True: waits if the handle still sees a restart
         if not (isinstance(got, list) and len(got) == 2 and isinstance(got[0], int)
                 and isinstance(got[1], (int, float))):
             raise AssertionError(f"{what}.state() returned {str(got)[:60]}; expected (count, total)")
