@@ -13,6 +13,11 @@ node that already held them (*locality*), and how many bytes Ray copied between 
 (new copies of each shard that appeared during the run, from
 ``ray.experimental.get_object_locations``).
 
+While grading, the dataset and the host batch are the grader's: a :class:`ShardStore` makes
+and owns the shards and hands them out without their seeds, and a :class:`HostBatch` is served
+by a :class:`BatchSource` that counts every read; :func:`store_bytes` is the object-store
+counter the grader reads around each run (``autograder/checks/lab04.py``).
+
 :func:`to_device` is device-level affinity's unit of cost: a host-to-device copy (CuPy), or
 on a CPU machine a host-memory copy standing in for it (labelled so in the lab), counted per
 process by :func:`copied_bytes`.
