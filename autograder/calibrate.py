@@ -1,27 +1,125 @@
-"""``python -m autograder calibrate [LAB]``: how noisy is this machine for the tiers?
+"""``python -m autograder calibrate [LAB] [--runs N] [--json]``: can each tier tell good from bad here?
 
-Each lab's checks module may define ``calibrate()``, which measures the reference against
-itself (interleaved, as grading does) and returns lines to print. A reference-vs-reference
-ratio well inside the top tier means the tiers are safe on this hardware.
+A tier is fair only if the reference passes it every time and a clearly worse implementation
+fails it every time, on the machine that grades. For every tiered (measured) check, this runs
+the grader's own measurement -- the same rounds, interleaved as grading interleaves them, a
+fresh seed each run -- twice per run: the reference against itself, and a deliberately
+degraded copy of the reference against the reference (half its speed, or the worst choice:
+each lab's ``autograder.reference.labNN.degraded()``). It reports min / median / max of both
+ratios and whether the top tier separated them in every run.
+
+A lab's checks module may also define ``calibrate()``, returning lines about numbers behind
+its untiered checks (printed once, after the table).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import statistics
+from dataclasses import asdict, dataclass, field
 
 from course import backend
 
-from .checks import for_lab, module_for
+from .checks import TIERED, for_lab, module_for, needs_ray, ray_start, tiered
 from .selfcheck import labs
 
 
-def run(lab: str | None = None) -> int:
-    """Print each lab's calibration; exit code 0."""
-    print(f"hardware: {backend.facts()} ({backend.fingerprint()})")
-    for name in [lab] if lab else labs():
+@dataclass
+class Calibration:
+    """One tiered measurement on this machine: its ratios over the runs, for both copies."""
+
+    lab: str
+    check: str
+    tiers: tuple[float, ...]
+    reference: list[float] = field(default_factory=list)  # reference vs itself, one per run
+    degraded: list[float] = field(default_factory=list)   # degraded copy vs the reference
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def separates(self) -> bool:
+        """The reference passed the top tier in every run and the degraded copy failed it in every run."""
+        top = self.tiers[-1]
+        return (bool(self.reference) and not self.errors and min(self.reference) >= top
+                and bool(self.degraded) and max(self.degraded) < top)
+
+    def summary(self) -> dict:
+        return {**asdict(self), "reference_stats": stats(self.reference),
+                "degraded_stats": stats(self.degraded), "separates": self.separates}
+
+    def line(self) -> str:
+        r, d = stats(self.reference), stats(self.degraded)
+        show = lambda s: f"{s['min']:.2f} / {s['median']:.2f} / {s['max']:.2f}" if s else "-"  # noqa: E731
+        verdict = "ok" if self.separates else "DOES NOT SEPARATE"
+        text = (f"{self.lab} {self.check:<22} tiers {'/'.join(f'{t:g}' for t in self.tiers):<10} "
+                f"reference {show(r):<20} degraded {show(d):<20} {verdict}")
+        return text + "".join(f"\n    error: {e}" for e in self.errors)
+
+
+def stats(values: list[float]) -> dict:
+    """min / median / max of a list of ratios (empty dict for none)."""
+    if not values:
+        return {}
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def _start_ray(lab: str) -> None:
+    """The lab's Ray in this process, as the reference process starts it while grading."""
+    if needs_ray(lab):
+        from .routines import STEPS
+
+        STEPS[ray_start(lab)]()
+
+
+def measure(lab: str, runs: int) -> list[Calibration]:
+    """Every tiered measurement of ``lab``, ``runs`` times for each copy, on fresh seeds."""
+    from .reference_process import namespace
+    from .session import Learner, Session
+
+    reference = importlib.import_module(f"autograder.reference.lab{lab[:2]}")
+    copies = {"reference": namespace(lab), "degraded": reference.degraded()}
+    out = [Calibration(lab, t.name, t.thresholds) for t in tiered(lab)]
+    _start_ray(lab)
+    try:
+        for _ in range(runs):
+            for kind, ns in copies.items():
+                session = Session(lab, learner=Learner(namespace=ns))
+                for cal, t in zip(out, tiered(lab)):
+                    try:
+                        getattr(cal, kind).append(float(t.measure(session).ratio))
+                    except AssertionError as exc:  # e.g. a measurement that could not run here
+                        cal.errors.append(f"{kind}: {str(exc)[:200]}")
+    finally:
+        from course import cluster
+
+        cluster.stop()
+    return out
+
+
+def notes(lab: str) -> list[str]:
+    """The lab module's own calibration lines (numbers behind its untiered checks), if any."""
+    module = importlib.import_module(module_for(lab))
+    return list(module.calibrate()) if hasattr(module, "calibrate") else []
+
+
+def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False) -> int:
+    """Print the calibration; exit code 0 when every tier separated the copies, else 1."""
+    chosen = [lab] if lab else labs()
+    for name in chosen:
         for_lab(name)
-        module = importlib.import_module(module_for(name))
-        if hasattr(module, "calibrate"):
-            for line in module.calibrate():
-                print(f"{name}: {line}")
-    return 0
+    rows, extra = [], {}
+    if not as_json:
+        print(f"hardware: {backend.facts()} ({backend.fingerprint()}); {runs} run(s); ratios min / median / max")
+    for name in chosen:
+        found = measure(name, runs) if TIERED.get(name) else []
+        rows += found
+        extra[name] = notes(name)
+        if not as_json:
+            for cal in found:
+                print(cal.line(), flush=True)
+            for text in extra[name]:
+                print(f"{name}: {text}", flush=True)
+    if as_json:
+        print(json.dumps({"hardware": backend.facts(), "fingerprint": backend.fingerprint(), "runs": runs,
+                          "checks": [c.summary() for c in rows], "notes": extra}, indent=2))
+    return 0 if all(c.separates for c in rows) else 1

@@ -37,8 +37,11 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--csv", type=Path, help="where to write scores (default COURSE_DIR/grades.csv)")
     limits(g)
 
-    k = sub.add_parser("calibrate", help="measure the references against themselves on this machine")
+    k = sub.add_parser("calibrate", help="can each tier tell the reference from a degraded copy on this machine?",
+                       epilog="Exit code 1 when a tier did not separate the reference from its degraded copy.")
     k.add_argument("lab", nargs="?")
+    k.add_argument("--runs", type=int, default=1, metavar="N", help="measure N times (default %(default)s)")
+    k.add_argument("--json", action="store_true", help="print JSON instead of text")
     return p
 
 
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, **lim)
         from . import calibrate
 
-        return calibrate.run(args.lab)
+        return calibrate.run(args.lab, runs=args.runs, as_json=args.json)
     except (SetupError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -57,6 +57,7 @@ class Outcome:
     flags: list[str] = field(default_factory=list)  # kernel passes the grader did not confirm
     log: str = ""                                   # nbgrader's full output, for --verbose and the log file
     killed: list[str] = field(default_factory=list)  # processes it left running (not Ray's), ended by the grader
+    cell_errors: list[str] = field(default_factory=list)  # ungraded cells that raised: often why a check failed
 
     @property
     def score(self) -> float:
@@ -165,6 +166,26 @@ def _messages(autograded: Path) -> dict[str, str]:
     return out
 
 
+def cell_errors(autograded: Path) -> list[str]:
+    """``cell N (`first line`): Type: message`` for every ungraded code cell that raised.
+
+    Not part of the score; it often says why a later check failed (a function never
+    defined because its cell raised), and a lesson's own demonstration cells must not raise.
+    """
+    out = []
+    for path in sorted(autograded.glob("*.ipynb")):
+        cells = [c for c in json.loads(path.read_text()).get("cells", []) if c.get("cell_type") == "code"]
+        for i, cell in enumerate(cells, 1):
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+                continue
+            for o in cell.get("outputs", []):
+                if o.get("output_type") == "error":
+                    first = next((ln for ln in "".join(cell.get("source", "")).splitlines() if ln.strip()), "")
+                    value = ((o.get("evalue") or "").strip().splitlines() or [""])[0]
+                    out.append(f"code cell {i} (`{first[:60]}`): {o.get('ename')}: {value[:200]}")
+    return out
+
+
 def read_results(course: Path, assignment: str, student: str) -> list[Result]:
     """The gradebook's per-cell scores for one submission, with failure messages."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -259,7 +280,9 @@ def autograde(course: Path, assignment: str, student: str, *,
     log = (proc.stderr or "") + (proc.stdout or "") + "".join(
         f"\n[autograder | grader error]\n{f}" for f in endpoint.failures)
     log += "".join(f"\n[autograder | killed after the submission] {c}" for c in killed)
-    outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed))
+    raised = cell_errors(course / "autograded" / student / assignment)
+    log += "".join(f"\n[autograder | an ungraded cell raised] {e}" for e in raised)
+    outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed), cell_errors=raised)
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode != 0 or not results:

@@ -80,8 +80,49 @@ def calls(actor, name: str, arglists: list, through_restart: bool = False) -> li
 
 
 def actor_id(actor) -> str:
-    """An actor's id, by which the grader finds it in Ray's own records (its process, its state)."""
+    """An actor's id, by which the grader finds it in Ray's own records (its process, its state);
+    of the first, for the list of actors :func:`actors` makes."""
+    if isinstance(actor, list):
+        actor = actor[0]
     return actor._actor_id.hex()
+
+
+def tasks_run(actor_hex: str, method: str, at_least: int, timeout_s: float = 10.0) -> int:
+    """How many ``<class>.<method>`` tasks Ray's own records show finished *in* actor ``actor_hex``:
+    in its process (the pid in Ray's actor table), not merely submitted to it.
+
+    The reference process runs this (it owns the lab's Ray), so the count comes from Ray, not
+    from where learner code runs. Workers report task events about once a second; this waits
+    up to ``timeout_s`` for ``at_least`` of them. Reads Ray's GCS through ``ray._private.state``:
+    the public ``ray.util.state`` needs the dashboard, which the grader's Ray does not start.
+    """
+    import time
+
+    from ray._private import state
+
+    from course import cluster
+
+    deadline = time.monotonic() + timeout_s
+    actor = bytes.fromhex(str(actor_hex))
+    while True:
+        pid = cluster.gcs_actor(str(actor_hex)).get("Pid")
+        done = set()
+        for ev in state.state._get_all_task_events():
+            info = ev.task_info
+            if info.actor_id == actor and info.name.split(".")[-1] == str(method):
+                up = ev.state_updates
+                if up.worker_pid == pid and _finished(up):
+                    done.add(ev.task_id)
+        if len(done) >= int(at_least) or time.monotonic() > deadline:
+            return len(done)
+        time.sleep(0.5)
+
+
+def _finished(update) -> bool:
+    """Whether a task's state updates include FINISHED (Ray's ``TaskStatus``)."""
+    from ray.core.generated import common_pb2
+
+    return common_pb2.TaskStatus.FINISHED in update.state_ts_ns
 
 
 def release(workers: list) -> None:
@@ -128,7 +169,7 @@ _held: list = []
 
 
 STEPS = {f.__name__: f for f in (connect, address, actors, batches, process_all, method, calls, actor_id,
-                                 release, forget, armed_fleet)}
+                                 tasks_run, release, forget, armed_fleet)}
 
 
 def step(fn):

@@ -64,7 +64,10 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
         print(f"ended {len(outcome.killed)} process(es) the notebook left running: {'; '.join(outcome.killed)}")
     if outcome.flags and not as_json:
         print(f"flagged: the notebook's kernel reported passes the grader did not confirm: {' '.join(outcome.flags)}")
+    if outcome.cell_errors and not as_json:
+        print("cells that raised (not graded, but a check that uses what they define fails too):")
+        print("".join(f"  {e}\n" for e in outcome.cell_errors), end="")
     print_report(outcome.results, as_json=as_json,
                  extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error,
-                        "flags": outcome.flags, "killed": outcome.killed})
+                        "flags": outcome.flags, "killed": outcome.killed, "cell_errors": outcome.cell_errors})
     return 1 if outcome.error else 0

@@ -3,6 +3,12 @@
 Same shape as :mod:`attacks_lab00` (``honest``: the checks the submission's own honest work
 earns; ``why``: the attack in one line); graded as a cohort by ``tests/test_attacks.py``.
 Built from the released blank lab or the solution, without the lesson's demo cells.
+
+Known limit (not in the corpus): the grader counts, in Ray's own task records, the
+``process()`` calls that finished in the learner actor's own process; it does not see what
+they computed. A decoy actor that runs one trivial ``process()`` per grader batch while the
+kernel computes the results would pass ``worker-correct`` -- by then the learner has written
+most of an actor, and the throughput tiers still time the whole round trip.
 """
 
 from __future__ import annotations
@@ -134,12 +140,28 @@ routines.STEPS["process_all"] = lambda workers, refs: [
     (_sent.__setitem__("n", _sent.get("n", 0) + len(b)), _k.process(b))[1] for b in refs]
 routines.STEPS["method"] = lambda workers, name: [_sent.get("n", 0)]
 routines.STEPS["release"] = lambda workers: None
+
+# ... and when the grader asks which actor did it, names a real actor that never ran a batch
+import ray as _ray
+from course import fleet as _fleet
+
+@_ray.remote(num_cpus=0)
+class _Decoy:
+    def process(self, batch):
+        return None
+
+def _decoy_id(workers):
+    global _decoy
+    _fleet.start()
+    _decoy = _Decoy.remote()
+    _ray.get(_decoy.__ray_ready__.remote())
+    return _decoy._actor_id.hex()
+
+routines.STEPS["actor_id"] = _decoy_id
 ''']},
     honest=set(),
-    why="the kit's steps in the kernel replaced: results computed in the kernel, no actor at all",
-    open_issue="the learner actor's results are decoded where learner code runs (the kernel); the grader "
-               "checks them against its own seeded inputs but cannot yet tell whether an actor made them "
-               "(next: a grader-named actor whose tasks the grader counts in Ray's state API)",
+    why="the kit's steps in the kernel replaced: results computed in the kernel, no actor at all; "
+        "Ray's task records (read by the grader's reference process) show no process() call in an actor",
 )
 
 # 7. Not an attack: Ray shut down before every graded cell (learners "clean up") ---------------

@@ -1,8 +1,10 @@
 """Lab 03's grader-side checks, run in-process on learner functions given by name: the reference
 passes, each mistake fails its own check.
 
-The manifest checks and the option checks need no Ray. The measured Ray checks are exercised
-through real nbgrader in tests/test_grading_lab03.py (the solution, and a quota that leaks).
+The manifest checks and the option checks need no Ray. One policy that leaks is measured here
+by the grader's own harness (a Ray started by this process, as the reference process starts
+it while grading); the solution's full marks through real nbgrader are tests/test_labs.py's,
+and a kernel that replaces every lab03 function is in tests/attacks_lab03.py.
 """
 
 from __future__ import annotations
@@ -135,3 +137,28 @@ def test_a_policy_is_plain_data_the_grader_reads_back():
     assert {t: len(g["bundles"]) for t, g in policy["groups"].items()} == lab03.QUOTAS
     assert all(g["strategy"] == "PACK" for g in policy["groups"].values())
     assert {t: o["group"]["tenant"] for t, o in policy["options"].items()} == {t: t for t in lab03.QUOTAS}
+
+
+def _leaky_options(tenant):
+    """The reference policy, except that tenant c's kernels forgot their tenant resource."""
+    return {} if tenant == "c" else ref.resource_options(tenant)
+
+
+def test_a_leaking_quota_is_caught_and_named_by_the_grader_harness():
+    from course import cluster
+
+    s = session(quota_resources=ref.quota_resources, resource_options=_leaky_options,
+                tenant_groups=lambda quotas: (_ for _ in ()).throw(RuntimeError("not written yet")),
+                group_options=ref.group_options)
+    try:
+        leak = s.run("resources-enforced")
+        peak = re.search(r"quota leak: tenant c held (\d+) GPUs at once under a flood \(its quota is 4\)", leak.message)
+        assert not leak.passed and peak and int(peak.group(1)) > 4, leak.message
+        assert "tenant a held" not in leak.message and "tenant b held" not in leak.message
+        # the leak costs the enforcement check only: the quiet tenants still keep their throughput
+        assert s.run("resources-isolation").passed, s.run("resources-isolation").message
+        groups = s.run("groups-enforced")
+        assert not groups.passed and "not written yet" in groups.message, groups.message
+        assert not s.run("groups-overhead-tier1").passed
+    finally:
+        cluster.stop()

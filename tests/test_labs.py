@@ -65,6 +65,7 @@ def test_solution_gets_full_marks(lab):
     assert not outcome.error
     failed = {r.name: r.message for r in outcome.results if not r.passed}
     assert not outcome.killed, outcome.killed
+    assert not outcome.cell_errors, outcome.cell_errors  # the lesson's demonstrations run as written
     assert not failed and outcome.score == outcome.max_score == sum(graded_cells(solution(lab)).values())
 
 

@@ -33,6 +33,21 @@ def test_the_cause_is_the_traceback_not_the_banner():
     assert nbgrader_run.cause("") == "no output"
 
 
+def test_ungraded_cells_that_raised_are_named_graded_ones_are_not(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"),
+                nbformat.v4.new_code_cell("\nrate = throughput(fn, 8)  # a demonstration"),
+                nbformat.v4.new_code_cell("grade('a')", metadata={"nbgrader": {"grade": True, "grade_id": "test-a"}}),
+                nbformat.v4.new_markdown_cell("prose")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="name 'throughput' is not defined")]
+    nb.cells[2].outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="too slow")]
+    nbformat.write(nb, tmp_path / "lab.ipynb")
+    assert nbgrader_run.cell_errors(tmp_path) == [
+        "code cell 2 (`rate = throughput(fn, 8)  # a demonstration`): NameError: name 'throughput' is not defined"]
+
+
 def test_the_grader_reports_exactly_its_checks_and_flags_over_claims():
     kernel = [Result("a", 2, 2), Result("b", 1, 1), Result("bonus", 20, 20)]  # bonus: a row the kernel added
     grader = [Result("a", 2, 2), Result("b", 0, 1, "not confirmed"), Result("c", 0, 2, "did not run")]

@@ -32,6 +32,24 @@ class Check:
 REGISTRY: dict[str, dict[str, Check]] = {}
 
 
+@dataclass(frozen=True)
+class Tiered:
+    """One measured ratio graded in tiers (see :func:`tiers`): what ``calibrate`` re-measures."""
+
+    lab: str
+    names: tuple[str, ...]
+    thresholds: tuple[float, ...]
+    measure: Callable
+
+    @property
+    def name(self) -> str:
+        """The tiers' common name: ``batch-real`` for ``batch-real-tier1`` and ``-tier2``."""
+        return self.names[0].rsplit("-tier", 1)[0]
+
+
+TIERED: dict[str, list[Tiered]] = {}
+
+
 def register(lab: str, name: str, points: float):
     """Decorator: record a check function under ``lab`` and ``name``."""
 
@@ -61,6 +79,13 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], point
 
     for name, threshold, pts in zip(names, thresholds, points, strict=True):
         register(lab, name, pts)(tier(threshold))
+    TIERED.setdefault(lab, []).append(Tiered(lab, tuple(names), tuple(thresholds), measure))
+
+
+def tiered(lab: str) -> list[Tiered]:
+    """A lab's tiered measurements, in registration order."""
+    for_lab(lab)
+    return TIERED.get(lab, [])
 
 
 def module_for(lab: str) -> str:

@@ -77,6 +77,14 @@ class Worker:
         _check_images(got, specs, "ImageWorker.process")
         return seconds
 
+    def ran(self, reference: Learner, method: str, at_least: int) -> int:
+        """How many ``method`` calls Ray's task records show this actor's own process finished
+        (read by the reference process, which owns the lab's Ray)."""
+        actor = self.side.call("kit.actor_id", stashed(f"{self.tag}.worker"), what="the actor's id",
+                               returns="string", timeout_s=self.timeout_s)
+        return reference.call("kit.tasks_run", actor, method, at_least, what="reading Ray's task records",
+                              returns="integer", timeout_s=30)
+
     def count(self) -> int:
         return self.side.call("kit.method", stashed(f"{self.tag}.worker"), "images_processed",
                               what="ImageWorker.images_processed()", returns="integers",
@@ -110,6 +118,11 @@ def measure_worker(session: Session) -> WorkerRun:
             mine.process(specs)
         except AssertionError as exc:
             return WorkerRun(str(exc), None, sum(sizes))
+        ran = mine.ran(session.reference, "process", len(specs))
+        if ran < len(specs):
+            return WorkerRun(f"Ray's task records show {ran} process() calls finished in your ImageWorker "
+                             f"actor's own process for the grader's {len(specs)} batches: the results were "
+                             "not all computed by the actor", None, sum(sizes))
         try:
             count = mine.count()
         except AssertionError:
@@ -368,17 +381,16 @@ def model_long_kernel(session):
 
 
 def calibrate() -> list[str]:
-    """The references against themselves, and the reference model against the reference driver."""
+    """The reference model against the reference fleet's measured sweep (the tiers are in
+    calibrate's table)."""
     from ..reference_process import namespace
 
     session = Session(LAB, learner=Learner(namespace=namespace(LAB)))
     fleet.start()
-    worker, driver = measure_worker(session), measure_driver(session)
-    lines = [f"image actor vs itself: {worker.ratio:.3f} (top tier {T.worker_tiers[-1]})",
-             f"driver vs itself on {driver.n} emulated GPUs: {driver.ratio:.3f} (top tier {T.driver_tiers[-1]})"]
     sweep = measure_sweep(session, session.reference)
     ref = namespace(LAB)
     t_o = ref["fit_overhead"](sweep.sizes, sweep.trivial)
+    lines = []
     lines.append(f"per-call overhead (trivial calls, fitted) {t_o * 1e3:.3f} ms; trivial rates "
                  + ", ".join(f"N={k}: {r:,.0f}/s" for k, r in zip(sweep.sizes, sweep.trivial)))
     for t_k, r in sweep.rates.items():

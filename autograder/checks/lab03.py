@@ -70,7 +70,8 @@ def resource_policy(session: Session) -> dict:
 def group_policy(tenant_groups, group_options, quotas: dict) -> dict:
     """Kernel side: the learner's placement groups and options, as plain data.
 
-    Makes the groups on this kernel's Ray, reads each one's bundles and strategy from Ray's
+    Makes the groups on this kernel's Ray (restarted with room for them only when fewer than
+    the pool's GPUs are free: a restart costs seconds per submission), reads each one's bundles and strategy from Ray's
     placement-group table, turns each tenant's ``PlacementGroupSchedulingStrategy`` into the
     tenant whose group it names and the bundle index, and removes the groups again.
     """
@@ -78,7 +79,9 @@ def group_policy(tenant_groups, group_options, quotas: dict) -> dict:
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     pool = sum(quotas.values())
-    tenancy.start(tenancy.tenant_resources(None) if ray.is_initialized() else None, pool=pool, spare=pool, warm=False)
+    if not (ray.is_initialized() and ray.available_resources().get("GPU", 0) >= pool):  # else: no restart
+        tenancy.start(tenancy.tenant_resources(None) if ray.is_initialized() else None, pool=pool, spare=pool,
+                      warm=False)
     groups = tenant_groups(dict(quotas))
     try:
         if not isinstance(groups, dict) or set(groups) != set(quotas):

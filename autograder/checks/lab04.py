@@ -446,15 +446,3 @@ def link_bytes(session):
         want = args[0] * args[1] * (1.0 - args[3]) / args[2]  # the remote share, spread over the nodes' links
         if not math.isclose(got, want, rel_tol=1e-6):
             raise AssertionError(f"link_bytes_per_s{shown} = {got!r}; expected {want:.6g}")
-
-
-def calibrate() -> list[str]:
-    """The reference's own numbers on this machine (for ``python -m autograder calibrate``)."""
-    from ..reference_process import namespace
-    from ..session import Learner
-
-    m = measure_pinned(Session(LAB, learner=Learner(namespace=namespace(LAB))))
-    return [f"reference PinnedJob: locality {m.locality:.2f}, {m.moved / 2**20:.1f} MiB moved; "
-            f"naive: locality {m.naive.locality:.2f}, {m.naive.moved / 2**20:.1f} MiB moved; "
-            f"reference vs itself {m.ratio:.2f}×",
-            f"tiers: locality {T.locality_tiers}, bytes ≤ {T.bytes_vs_naive}× naive, throughput {T.throughput_tiers}"]

@@ -30,3 +30,15 @@ def best_batch_size(run, candidates) -> int:
     """The candidate batch size with the highest measured items per second of ``run(n)``."""
     rates = {n: throughput(*repeat_for(run, n)) for n in candidates}
     return max(rates, key=rates.get)
+
+
+def degraded() -> dict:
+    """The reference made worse on purpose, for ``python -m autograder calibrate``: the same
+    sweep, choosing the batch size with the *lowest* measured rate. A batch tier this copy
+    passes cannot tell a good choice from the worst one on this machine."""
+
+    def worst_batch_size(run, candidates) -> int:
+        rates = {n: throughput(*repeat_for(run, n)) for n in candidates}
+        return min(rates, key=rates.get)
+
+    return {**globals(), "best_batch_size": worst_batch_size}

@@ -78,3 +78,26 @@ def fit_overhead(n_actors, throughputs):
     """
     logs = [math.log(1.0 / r) for r in throughputs]
     return math.exp(sum(logs) / len(logs))
+
+
+class _HalfSpeedWorker(ImageWorker):
+    """The reference actor, waiting after every call as long as the call took: half its rate."""
+
+    def process(self, batch):
+        import time
+
+        start = time.perf_counter()
+        out = super().process(batch)
+        time.sleep(time.perf_counter() - start)
+        return out
+
+
+def degraded() -> dict:
+    """The reference made half as fast on purpose, for ``python -m autograder calibrate``: an
+    actor that waits as long as it worked, and a driver that feeds only half the actors. A tier
+    this copy passes cannot tell good work from half-speed work on this machine."""
+
+    def half_pool(actors, batches, depth: int = 2):
+        return run_pool(list(actors)[:max(1, len(actors) // 2)], batches, depth)
+
+    return {**globals(), "ImageWorker": _HalfSpeedWorker, "run_pool": half_pool}

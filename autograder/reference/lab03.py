@@ -44,3 +44,18 @@ def tenant_manifests(quotas: dict) -> list:
             k8s.ray_cluster("ray", ns, workers=q, gpus_per_worker=1, queue="gpu-queue"),
         ]
     return objs
+
+
+def degraded() -> dict:
+    """The reference policy made half as fast on purpose, for ``python -m autograder calibrate``:
+    every kernel takes two units of its tenant's quota (custom resources), and each tenant's
+    placement group holds half its quota. Under a saturating load either runs half the kernels
+    at once; an overhead tier this policy passes cannot tell a quota from half a quota here."""
+
+    def half_options(tenant: str) -> dict:
+        return {"resources": {f"tenant_{tenant}": 2}}
+
+    def half_groups(quotas: dict) -> dict:
+        return tenant_groups({t: max(1, q // 2) for t, q in quotas.items()})
+
+    return {**globals(), "resource_options": half_options, "tenant_groups": half_groups}

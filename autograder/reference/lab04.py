@@ -80,3 +80,21 @@ def link_bytes_per_s(images_per_s: float, image_bytes: int, nodes: int, locality
     The remote share of the input stream, split evenly over the nodes' links.
     """
     return images_per_s * image_bytes * (1.0 - locality_fraction) / nodes
+
+
+class _HalfSpeedJob(PinnedJob):
+    """The reference job, waiting after every run as long as the run took: half its rate."""
+
+    def run(self, shards):
+        import time
+
+        start = time.perf_counter()
+        out = super().run(shards)
+        time.sleep(time.perf_counter() - start)
+        return out
+
+
+def degraded() -> dict:
+    """The reference made half as fast on purpose, for ``python -m autograder calibrate``: a
+    throughput tier this copy passes cannot tell good work from half-speed work on this machine."""
+    return {**globals(), "PinnedJob": _HalfSpeedJob}

@@ -1,0 +1,49 @@
+"""``python -m autograder calibrate``: every tiered check has a degraded copy to be told apart
+from, and a tier counts as separating only when the runs say so every time."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from autograder import calibrate, cli
+from autograder.checks import learner_names, tiered
+from autograder.reference_process import namespace
+from autograder.selfcheck import labs
+
+TIERED_LABS = [lab for lab in labs() if tiered(lab)]
+
+
+def test_every_lab_with_tiers_is_calibrated():
+    assert {"00_measure", "01_actor_scaling", "03_quotas", "04_data_affinity"} <= set(TIERED_LABS)
+
+
+@pytest.mark.parametrize("lab", TIERED_LABS)
+def test_the_degraded_copy_replaces_only_learner_objects(lab):
+    reference = namespace(lab)
+    degraded = importlib.import_module(f"autograder.reference.lab{lab[:2]}").degraded()
+    changed = {k for k in degraded if degraded[k] is not reference.get(k)}
+    assert changed, f"{lab}'s degraded() changes nothing"
+    # only what the grader calls by name (its learner functions and classes) differs
+    callable_names = set(learner_names(lab)) | {"ImageWorker", "PinnedJob", "tenant_groups", "resource_options"}
+    assert changed <= callable_names, changed
+
+
+def test_a_tier_separates_only_when_every_run_says_so():
+    cal = calibrate.Calibration("00_measure", "batch-real", (0.6, 0.8), reference=[1.02, 0.97, 0.99],
+                                degraded=[0.5, 0.55, 0.49])
+    assert cal.separates and "ok" in cal.line()
+    cal.degraded.append(0.81)  # one run where half-speed work reached the top tier
+    assert not cal.separates and "DOES NOT SEPARATE" in cal.line()
+    cal = calibrate.Calibration("00_measure", "batch-real", (0.6, 0.8), reference=[1.0, 0.79], degraded=[0.5])
+    assert not cal.separates  # the reference itself missed the top tier once
+    cal = calibrate.Calibration("00_measure", "batch-real", (0.6, 0.8), reference=[1.0], degraded=[0.5],
+                                errors=["degraded: did not run"])
+    assert not cal.separates and "error: degraded: did not run" in cal.line()
+    assert calibrate.stats([3.0, 1.0, 2.0]) == {"min": 1.0, "median": 2.0, "max": 3.0}
+
+
+def test_cli_options():
+    args = cli.parser().parse_args(["calibrate", "00_measure", "--runs", "5", "--json"])
+    assert (args.lab, args.runs, args.json) == ("00_measure", 5, True)
