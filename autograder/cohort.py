@@ -19,7 +19,8 @@ from . import nbgrader_run
 from .nbgrader_run import Outcome, SetupError
 from .report import Result
 
-CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "status", "failed_checks", "flags"]
+CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "status", "failed_checks", "flags",
+              "static_findings"]
 
 
 def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
@@ -69,7 +70,8 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
             failed = [r.name for r in o.results if not r.passed]
             w.writerow({"student_id": o.student, "assignment": o.assignment, "score": f"{o.score:g}",
                         "max_score": f"{o.max_score:g}", "status": f"error: {o.error}" if o.error else "graded",
-                        "failed_checks": " ".join(failed), "flags": " ".join(o.flags)})
+                        "failed_checks": " ".join(failed), "flags": " ".join(o.flags),
+                        "static_findings": len(o.findings)})
 
 
 def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None, **limits) -> int:
@@ -85,7 +87,8 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
         tqdm.write(f"{student} {a}: {o.score:g}/{o.max_score:g}" + (f"  error: {o.error}" if o.error else "")
                    + (f"  flagged: the kernel reported passes the grader did not confirm: {' '.join(o.flags)}"
                       if o.flags else "")
-                   + (f"  ended {len(o.killed)} leftover process(es)" if o.killed else ""))
+                   + (f"  ended {len(o.killed)} leftover process(es)" if o.killed else "")
+                   + (f"  static check: {len(o.findings)} finding(s), see autograde.log" if o.findings else ""))
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
     write_csv(outcomes, csv_path)
     print(f"wrote {csv_path} ({len(outcomes)} submissions)")

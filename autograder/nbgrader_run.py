@@ -58,6 +58,7 @@ class Outcome:
     log: str = ""                                   # nbgrader's full output, for --verbose and the log file
     killed: list[str] = field(default_factory=list)  # processes it left running (not Ray's), ended by the grader
     cell_errors: list[str] = field(default_factory=list)  # ungraded cells that raised: often why a check failed
+    findings: list[str] = field(default_factory=list)     # the static check's, for review (not scored)
 
     @property
     def score(self) -> float:
@@ -186,6 +187,20 @@ def cell_errors(autograded: Path) -> list[str]:
     return out
 
 
+def static_findings(course: Path, assignment: str, student: str) -> list[str]:
+    """The static check of the submitted notebook (:mod:`autograder.static_check`), read
+    against the instructor's notebook so that edited cell metadata hides nothing."""
+    from . import static_check
+
+    submitted = course / "submitted" / student / assignment
+    source = next((p for d in ("solutions", "source") for p in [course / d / assignment / f"{assignment}.ipynb"]
+                   if p.exists()), None)
+    out = []
+    for nb in sorted(submitted.glob("*.ipynb")):
+        out += [str(f) for f in static_check.check_notebook(nb, source=source)]
+    return out
+
+
 def read_results(course: Path, assignment: str, student: str) -> list[Result]:
     """The gradebook's per-cell scores for one submission, with failure messages."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -256,6 +271,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     from .channel import Endpoint
     from .session import Session
 
+    findings = static_findings(course, assignment, student)  # before anything of it runs
     seed = _seed_env(student).get("seed")
     session = Session(assignment, seed=int(seed) if seed else None)
     endpoint = Endpoint(session.serve)
@@ -265,7 +281,8 @@ def autograde(course: Path, assignment: str, student: str, *,
             env = {**endpoint.env, **session.start(), "AUTOGRADER_SEED": ""}
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
-                           f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again")
+                           f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again",
+                           findings=findings)
         limits = {"AUTOGRADER_CELL_TIMEOUT_S": str(int(cell_timeout_s)),
                   "AUTOGRADER_SUBMISSION_TIMEOUT_S": str(int(timeout_s))}
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
@@ -282,7 +299,9 @@ def autograde(course: Path, assignment: str, student: str, *,
     log += "".join(f"\n[autograder | killed after the submission] {c}" for c in killed)
     raised = cell_errors(course / "autograded" / student / assignment)
     log += "".join(f"\n[autograder | an ungraded cell raised] {e}" for e in raised)
-    outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed), cell_errors=raised)
+    log += "".join(f"\n[autograder | static check] {f}" for f in findings)
+    outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed), cell_errors=raised,
+                      findings=findings)
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode != 0 or not results:

@@ -64,10 +64,15 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
         print(f"ended {len(outcome.killed)} process(es) the notebook left running: {'; '.join(outcome.killed)}")
     if outcome.flags and not as_json:
         print(f"flagged: the notebook's kernel reported passes the grader did not confirm: {' '.join(outcome.flags)}")
+    if outcome.findings and not as_json:
+        print(f"static check: {len(outcome.findings)} finding(s) -- not scored, but an instructor's grading "
+              "flags them for review (README, 'Static check of learner cells'):")
+        print("".join(f"  {f}\n" for f in outcome.findings), end="")
     if outcome.cell_errors and not as_json:
         print("cells that raised (not graded, but a check that uses what they define fails too):")
         print("".join(f"  {e}\n" for e in outcome.cell_errors), end="")
     print_report(outcome.results, as_json=as_json,
                  extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error,
-                        "flags": outcome.flags, "killed": outcome.killed, "cell_errors": outcome.cell_errors})
+                        "flags": outcome.flags, "killed": outcome.killed, "cell_errors": outcome.cell_errors,
+                        "findings": outcome.findings})
     return 1 if outcome.error else 0

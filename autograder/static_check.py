@@ -216,6 +216,7 @@ _FORBIDDEN_ATTRIBUTES = MappingProxyType({
     **dict.fromkeys(["__reduce__", "__reduce_ex__", "__setstate__"],
                     "code that runs wherever the object is unpickled, the grader's Ray actors included"),
     "ctypes": "raw memory access",
+    "__ray_call__": "runs any function inside a Ray actor, the grader's emulated GPUs and probes included",
 })
 
 _MODULE_DUNDERS = frozenset({"__name__", "__qualname__", "__module__", "__version__", "__doc__",

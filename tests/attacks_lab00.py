@@ -3,7 +3,8 @@
 ``ATTACKS`` maps a name (also the student id it is graded under) to the keyword arguments of
 :func:`notebooks.variant` that build the submission, plus ``honest``: the checks the
 submission earns by its own honest work (grade_id without ``test-``), and ``why``: the attack
-class in one line. Each is built from the released blank lab without the lesson's demo
+class in one line (and ``static_flag=False`` where no static check could see it: plain typed-in
+numbers). Each is built from the released blank lab without the lesson's demo
 cells, or from it with a part of the solution put back, so the honest part is known exactly;
 everything else a submission scores is unearned. ``tests/test_attacks.py`` grades them
 all through the real grader and real nbgrader.
@@ -339,6 +340,7 @@ ATTACKS["typed-in-from-feedback"] = _blank(
     honest=set(),
     why="typed-in numbers and a ray.put of a precomputed array, for the course's fixed "
         "AUTOGRADER_SEED (as read in an earlier run's feedback)",
+    static_flag=False,  # plain numbers: nothing a static check can see; the fresh seeds do the work
 )
 
 # 4. Partly honest work plus one patch ------------------------------------------------------

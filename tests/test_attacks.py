@@ -55,7 +55,7 @@ def _grade(lab: str, tmp: Path, mp: pytest.MonkeyPatch) -> tuple:
     corpus = CORPORA[lab]
     course = make_course(tmp / "course", [lab])
     for name, spec in corpus.ATTACKS.items():
-        kwargs = {k: v for k, v in spec.items() if k not in ("honest", "may_lose", "why", "open_issue")}
+        kwargs = {k: v for k, v in spec.items() if k not in ("honest", "may_lose", "why", "open_issue", "static_flag")}
         submit(course, name, lab, variant(lab, tmp / f"{name}.ipynb", **kwargs))
     mp.setenv("AUTOGRADER_SEED", str(corpus.SEED))  # an instructor's fixed seed (README), as attacks assume
     mp.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")
@@ -114,3 +114,10 @@ def test_attack_earns_no_unearned_point(graded, lab, name):
     assert failed >= set(POINTS) - honest - may_lose, report
     assert float(row["score"]) == earned and float(row["max_score"]) == sum(POINTS.values()), report
     assert gradebook[name] == earned, report
+    # and the instructor is told: every attack the static check can see is flagged before it
+    # runs; what is not an attack (a submission that "cleans up" with ray.shutdown()) is not
+    flagged = int(row["static_findings"])
+    if ATTACKS[name]["why"].startswith("not an attack"):
+        assert flagged == 0, f"{name}: {flagged} static findings for honest code"
+    elif ATTACKS[name].get("static_flag", True):
+        assert flagged > 0, f"{name}: not flagged by the static check"

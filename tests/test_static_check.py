@@ -225,6 +225,7 @@ HOSTILE = [
     ("%%timeit -n1\nos.system('ls')", "forbidden-name"),
     ("%timeit -n1 -r1 os.kill(1, 9)", "forbidden-name"),
     ("faults.cold_start('import os; os.system(\"ls\")')", "forbidden-name"),
+    ("ray.get(actors[0].__ray_call__.remote(lambda self: self._key))", "forbidden-name"),
     # cells that do not parse
     ("def f(:\n    pass", "syntax-error"),
     ("x = " + "1 + " * 10_000 + "1", "syntax-error"),          # too deep to parse: never a crash
