@@ -2,20 +2,22 @@
 
 ``COURSE_DIR`` is an nbgrader course laid out as usual (``nbgrader_config.py``, the source
 notebooks, ``submitted/<student>/<assignment>/``). Every submission is autograded in its own
-process, with a progress bar; a broken, hanging or hostile submission is recorded as such
-and grading moves on. The gradebook is copied aside before each submission and restored if
-a submission damaged it or touched another student's grades. Scores go to a CSV.
+process and a scratch copy of the course (:mod:`autograder.scratch_course`), with a progress
+bar; a broken, hanging or hostile submission is recorded as such and grading moves on. Only
+the grader's verdicts for that student and lab reach the real gradebook; if the real gradebook
+changed while a submission ran, it is restored and that submission scores 0. Scores go to a CSV.
 """
 
 from __future__ import annotations
 
 import csv
 import shutil
+import tempfile
 from pathlib import Path
 
 from tqdm import tqdm
 
-from . import nbgrader_run
+from . import nbgrader_run, scratch_course
 from .nbgrader_run import Outcome, SetupError
 from .report import Result
 
@@ -37,20 +39,35 @@ def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
     return pairs
 
 
-def grade_one(course: Path, student: str, assignment: str, **limits) -> Outcome:
-    """Autograde one submission, protecting everyone else's grades from it."""
+def grade_one(course: Path, student: str, assignment: str, gradebook: Path, **limits) -> Outcome:
+    """Autograde one submission in a scratch course of its own; merge only its grade back.
+
+    ``gradebook`` is the course's gradebook without students (:func:`scratch_course.template`).
+    The real gradebook must not change while the submission runs: if it did, the submission
+    found it anyway -- it is restored, and the submission scores 0.
+    """
     db = course / "gradebook.db"
-    before = nbgrader_run.protected(db, student)
-    backup = nbgrader_run.snapshot(db)
-    outcome = nbgrader_run.autograde(course, assignment, student, **limits)
-    keep_log(course, outcome)
-    if backup is not None and nbgrader_run.protected(db, student) != before:
-        shutil.copy2(backup, db)
-        why = "the submission changed the gradebook; it was restored and this submission scores 0"
-        outcome.results = [Result(r.name, 0.0, r.max_score, why) for r in outcome.results]
-        outcome.error = why
-    if backup is not None:
-        backup.unlink(missing_ok=True)
+    before = scratch_course.fingerprint(db)
+    backup = scratch_course.backup(db)
+    try:
+        with tempfile.TemporaryDirectory(prefix="autograder-scratch-") as tmp:
+            scratch = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
+            outcome = nbgrader_run.autograde(scratch, assignment, student, **limits)
+            scratch_course.bring_back(scratch, course, student, assignment)
+        keep_log(course, outcome)
+        if scratch_course.fingerprint(db) != before:
+            if backup is not None:
+                shutil.copy2(backup, db)
+            else:
+                db.unlink(missing_ok=True)
+            why = "the submission changed the real gradebook; it was restored and this submission scores 0"
+            outcome.results = [Result(r.name, 0.0, r.max_score, why) for r in outcome.results]
+            outcome.error = why
+        if outcome.results:
+            scratch_course.record(course, assignment, student, outcome.results)
+    finally:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
     return outcome
 
 
@@ -74,6 +91,15 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
                         "static_findings": len(o.findings)})
 
 
+def summary(o: Outcome) -> str:
+    """One submission's line in the progress output: score, and whatever went wrong."""
+    return (f"{o.student} {o.assignment}: {o.score:g}/{o.max_score:g}" + (f"  error: {o.error}" if o.error else "")
+            + (f"  flagged: the kernel reported passes the grader did not confirm: {' '.join(o.flags)}"
+               if o.flags else "")
+            + (f"  ended {len(o.killed)} leftover process(es)" if o.killed else "")
+            + (f"  static check: {len(o.findings)} finding(s), see autograde.log" if o.findings else ""))
+
+
 def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None, **limits) -> int:
     """Grade every submission; exit code 0 when all were graded, 1 when any failed to grade."""
     course = Path(course).resolve()
@@ -81,14 +107,11 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)
     outcomes = []
-    for student, a in tqdm(pairs, desc="grading", unit="submission"):
-        o = grade_one(course, student, a, **limits)
-        outcomes.append(o)
-        tqdm.write(f"{student} {a}: {o.score:g}/{o.max_score:g}" + (f"  error: {o.error}" if o.error else "")
-                   + (f"  flagged: the kernel reported passes the grader did not confirm: {' '.join(o.flags)}"
-                      if o.flags else "")
-                   + (f"  ended {len(o.killed)} leftover process(es)" if o.killed else "")
-                   + (f"  static check: {len(o.findings)} finding(s), see autograde.log" if o.findings else ""))
+    with tempfile.TemporaryDirectory(prefix="autograder-template-") as tmp:
+        gradebook = scratch_course.template(course, Path(tmp) / "gradebook.db")
+        for student, a in tqdm(pairs, desc="grading", unit="submission"):
+            outcomes.append(grade_one(course, student, a, gradebook, **limits))
+            tqdm.write(summary(outcomes[-1]))
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
     write_csv(outcomes, csv_path)
     print(f"wrote {csv_path} ({len(outcomes)} submissions)")

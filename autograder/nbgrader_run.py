@@ -4,9 +4,10 @@ Shared by ``check`` (a throw-away course around one learner notebook) and ``grad
 instructor's course directory). Each submission is graded in its own ``nbgrader`` process
 with a wall-clock limit, so a submission that hangs or kills its kernel costs its own grade
 and nothing else. This process serves the kernel's hidden test cells
-(:class:`autograder.session.Session` behind an :class:`autograder.channel.Endpoint`), then
-writes its own verdicts into the gradebook over whatever the kernel's cells reported, and
-flags every kernel pass it did not confirm.
+(:class:`autograder.session.Session` behind an :class:`autograder.channel.Endpoint`); its
+verdicts, not what the kernel's cells reported, are the outcome, and every kernel pass it did
+not confirm is flagged. (A cohort records them in the real gradebook:
+:mod:`autograder.scratch_course`.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import hashlib
 import importlib
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -234,21 +234,6 @@ def merge(kernel: list[Result], grader: list[Result]) -> tuple[list[Result], lis
     return list(grader), [r.name for r in grader if claimed.get(r.name, 0.0) > r.score]
 
 
-def write_scores(course: Path, assignment: str, student: str, results: list[Result]) -> None:
-    """Record the grader's per-check scores in nbgrader's gradebook, over anything the kernel
-    wrote there (its cells' scores, a manual score or extra credit set from the notebook)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for r in results:
-            try:
-                grade = gb.find_grade(f"test-{r.name}", assignment, assignment, student)
-            except MissingEntry:
-                continue
-            grade.auto_score, grade.manual_score, grade.extra_credit = r.score, None, None
-        gb.db.commit()
-
-
 def _seed_env(student: str) -> dict[str, str]:
     """A fixed ``AUTOGRADER_SEED`` made per-student, and kept away from the kernel.
 
@@ -308,34 +293,4 @@ def autograde(course: Path, assignment: str, student: str, *,
         reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else cause(log)
         outcome.error = f"nbgrader autograde failed: {reason}"
     outcome.results, outcome.flags = merge(results, verdicts)  # the grader's, however the kernel's run ended
-    if results:
-        write_scores(course, assignment, student, outcome.results)
     return outcome
-
-
-def snapshot(db: Path) -> Path | None:
-    """Copy the gradebook aside before a submission runs (a submission runs arbitrary code)."""
-    if not db.exists():
-        return None
-    backup = db.with_name(db.name + ".bak")
-    shutil.copy2(db, backup)
-    return backup
-
-
-def protected(db: Path, student: str) -> tuple | None:
-    """What a submission must not change: every other student's grade rows, and the cells
-    every assignment is graded on (a graded cell added from a notebook counts for everyone).
-    None when the database is unreadable."""
-    try:
-        with sqlite3.connect(db) as con:
-            if con.execute("pragma integrity_check").fetchone()[0] != "ok":
-                return None
-            grades = con.execute(
-                "select sa.student_id, g.cell_id, g.auto_score, g.manual_score from grade g "
-                "join submitted_notebook sn on g.notebook_id = sn.id "
-                "join submitted_assignment sa on sn.assignment_id = sa.id "
-                "where sa.student_id != ? order by 1, 2", (student,)).fetchall()
-            cells = con.execute("select * from base_cell order by id").fetchall()
-            return grades, cells
-    except sqlite3.Error:
-        return None

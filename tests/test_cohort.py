@@ -1,60 +1,80 @@
-"""The cohort grader's bookkeeping, without running notebooks: submissions found, CSV
-written, and a gradebook damaged by a submission restored."""
+"""The cohort grader's bookkeeping, without running notebooks: submissions found, CSV written,
+scratch courses made from a real gradebook, only the grader's scores merged back, and a real
+gradebook changed by a submission restored."""
 
 from __future__ import annotations
 
 import csv
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import pytest
+from nbgrader.api import Gradebook
 
-from autograder import cohort, nbgrader_run
+from autograder import cohort, nbgrader_run, scratch_course
 from autograder.nbgrader_run import Outcome, SetupError
 from autograder.report import Result
+from notebooks import make_course, released, submit
 
 
-def _gradebook(path):
-    with sqlite3.connect(path) as con:
-        con.executescript("""
-            create table submitted_assignment (id text, assignment_id text, student_id text);
-            create table submitted_notebook (id text, assignment_id text, notebook_id text);
-            create table grade (id text, notebook_id text, cell_id text, auto_score float, manual_score float);
-            create table base_cell (id text, name text, notebook_id text, type text);
-            insert into base_cell values ('c1', 'test-a', 'n', 'GradeCell');
-            insert into submitted_assignment values ('sa1', 'a', 'alice'), ('sa2', 'a', 'bob');
-            insert into submitted_notebook values ('sn1', 'sa1', 'n'), ('sn2', 'sa2', 'n');
-            insert into grade values ('g1', 'sn1', 'c1', 2, null), ('g2', 'sn2', 'c1', 1, null);
-        """)
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A real nbgrader course with two labs, and alice's graded lab 00 in its gradebook."""
+    course = make_course(tmp_path_factory.mktemp("cohort") / "course", ["00_measure", "02_restart_recovery"])
+    for lab in ("00_measure", "02_restart_recovery"):
+        nbgrader_run.ensure_assignment(course, lab)
+    submit(course, "bob", "00_measure", released("00_measure"))
+    scratch_course.record(course, "00_measure", "alice", [Result("ray-task", 2, 2), Result("batch-model", 0, 2)])
+    return course
 
 
-ALICE = ([("alice", "c1", 2.0, None)], [("c1", "test-a", "n", "GradeCell")])
+def _alice(course):
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return gb.find_submission("00_measure", "alice").score
 
 
-def test_protected_rows_read_the_real_schema(tmp_path):
-    db = tmp_path / "gradebook.db"
-    _gradebook(db)
-    assert nbgrader_run.protected(db, "bob") == ALICE
-    with sqlite3.connect(db) as con:  # a graded cell added from a notebook changes them too
-        con.execute("insert into base_cell values ('c2', 'test-bonus', 'n', 'GradeCell')")
-    assert nbgrader_run.protected(db, "bob") != ALICE
-    db.write_bytes(b"not a database")
-    assert nbgrader_run.protected(db, "bob") is None
+def test_the_template_knows_every_lab_and_no_student(course, tmp_path):
+    db = scratch_course.template(course, tmp_path / "gradebook.db")
+    with Gradebook(f"sqlite:///{db}") as gb:
+        assert sorted(a.name for a in gb.assignments) == ["00_measure", "02_restart_recovery"]
+        assert gb.students == [] and len(gb.find_assignment("00_measure").notebooks[0].grade_cells) > 0
+    assert _alice(course) == 2  # the real gradebook keeps its students
 
 
-def test_a_submission_that_damages_the_gradebook_is_undone(tmp_path, monkeypatch):
-    db = tmp_path / "gradebook.db"
-    _gradebook(db)
+def test_a_scratch_course_holds_one_submission(course, tmp_path):
+    db = scratch_course.template(course, tmp_path / "template.db")
+    scratch = scratch_course.make(course, "bob", "00_measure", db, tmp_path / "s")
+    assert sorted(p.relative_to(scratch).as_posix() for p in scratch.rglob("*") if p.is_file()) == [
+        "gradebook.db", "nbgrader_config.py", "submitted/bob/00_measure/00_measure.ipynb"]
 
-    def hostile(course, assignment, student, **limits):
-        with sqlite3.connect(course / "gradebook.db") as con:
+
+def test_record_writes_the_graders_scores_for_that_student_and_lab_only(course):
+    scratch_course.record(course, "00_measure", "carol", [Result("ray-task", 2, 2), Result("not-a-check", 9, 9)])
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assert gb.find_submission("00_measure", "carol").score == 2
+        assert gb.find_grade("test-ray-task", "00_measure", "00_measure", "carol").manual_score is None
+    assert _alice(course) == 2
+
+
+def test_a_submission_that_changes_the_real_gradebook_scores_0_and_is_undone(course, monkeypatch):
+    def hostile(scratch, assignment, student, **limits):
+        assert scratch != course and not (scratch / "submitted" / "alice").exists()
+        with sqlite3.connect(course / "gradebook.db") as con:  # found the real one anyway
             con.execute("update grade set auto_score = 0")
-        return Outcome(student, assignment, [Result("x", 1, 1)])
+        return Outcome(student, assignment, [Result("ray-task", 2, 2)])
 
+    before = scratch_course.fingerprint(course / "gradebook.db")
     monkeypatch.setattr(nbgrader_run, "autograde", hostile)
-    outcome = cohort.grade_one(tmp_path, "bob", "a")
-    assert outcome.score == 0 and "changed the gradebook" in outcome.error
-    assert nbgrader_run.protected(db, "bob") == ALICE
-    assert not db.with_name("gradebook.db.bak").exists()
+    with tempfile.TemporaryDirectory() as tmp:
+        gradebook = scratch_course.template(course, Path(tmp) / "gradebook.db")
+        outcome = cohort.grade_one(course, "bob", "00_measure", gradebook)
+    assert outcome.score == 0 and "changed the real gradebook" in outcome.error
+    assert _alice(course) == 2
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assert gb.find_submission("00_measure", "bob").score == 0  # recorded, as the grader scored it
+    assert not (course / "gradebook.db.bak").exists()
+    assert before != scratch_course.fingerprint(course / "gradebook.db")  # bob's row was added after
 
 
 def test_submissions_and_csv(tmp_path):

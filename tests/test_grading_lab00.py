@@ -59,11 +59,17 @@ def _submissions(tmp):
                       "        os.write(2, b'[raylet] simulated core warning\\n')\n"
                       "        _t.sleep(0.5)\n"
                       "threading.Thread(target=_noise, daemon=True).start()"]}),
+        # zeroes every grade in the gradebook it grades in (a scratch copy), then hunts the disk
+        # for the course's real one (any other gradebook next to a submission of its own)
         "ivan-gradebook": variant(LAB, tmp / "i.ipynb", demos=False, after={"setup": [
-            "import pathlib, sqlite3\n"
-            "db = next(p / 'gradebook.db' for p in pathlib.Path.cwd().parents if (p / 'gradebook.db').exists())\n"
-            "with sqlite3.connect(db) as con:\n"
-            "    con.execute('update grade set auto_score = 0')"]}),
+            "import os, pathlib, sqlite3\n"
+            "here = pathlib.Path.cwd()\n"
+            "mine = next(p / 'gradebook.db' for p in here.parents if (p / 'gradebook.db').exists())\n"
+            "found = [pathlib.Path(d) / 'gradebook.db' for d, _, files in os.walk('/tmp') if 'gradebook.db' in files\n"
+            "         and (pathlib.Path(d) / 'submitted' / 'ivan-gradebook').is_dir()]\n"
+            "for db in [mine] + [f for f in found if f != mine]:\n"
+            "    with sqlite3.connect(db) as con:\n"
+            "        con.execute('update grade set auto_score = 0')"]}),
         "judy-kills-kernel": variant(LAB, tmp / "j.ipynb", demos=False, after={"throughput": [
             "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.kill(libc.getpid(), 9)"]}),
     }
@@ -124,7 +130,7 @@ def test_exits_ray_shutdown_before_every_graded_cell_and_fd_noise_cost_nothing_e
 def test_gradebook_tampering_is_undone(graded):
     _, rows, course = graded
     row = rows["ivan-gradebook"]
-    assert row["score"] == "0" and "changed the gradebook" in row["status"]
+    assert row["score"] == "0" and "changed the real gradebook" in row["status"]
     with sqlite3.connect(course / "gradebook.db") as con:
         alice = con.execute(
             "select sum(g.auto_score) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
