@@ -35,34 +35,15 @@ SOLUTION = {c.metadata["nbgrader"]["grade_id"]: c.source
 
 ATTACKS: dict[str, dict] = {}
 
-# 1. Not an attack: a misplaced job, correct but not local; and Ray shut down before every graded
-# cell (learners "clean up"), which must cost nothing (issue 15) ------------------------------
+# Ray shut down before every graded cell (learners "clean up") must cost nothing (issue 15): the
+# tampering submission below does that too. (A misplaced but honest job losing exactly the
+# locality points is tests/test_checks_lab04.py's.)
 
 _SHUTDOWN = "import ray\nray.shutdown()  # 'cleaning up' before the next check\n"
 _GRADED = ("shard_nodes", "test-shard-nodes", "naive_job", "task_job", "pinned_job", "test-pinned-correct",
            "test-pinned-locality-tier1", "test-pinned-locality-tier2", "test-pinned-bytes",
            "test-pinned-throughput-tier1", "test-pinned-throughput-tier2", "resident_worker",
            "test-resident-copies", "link_bytes")
-
-ATTACKS["l04-hard-coded-placement"] = dict(
-    demos=False,
-    after={gid: [_SHUTDOWN] for gid in _GRADED},
-    replace={"pinned_job": '''
-class PinnedJob:
-    """One pinned actor per notebook node; shard i goes to NODES[i % 4] (the notebook's round-robin)."""
-
-    def __init__(self, nodes):
-        self.workers = [Worker.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote()
-                        for n in NODES]
-
-    def run(self, shards):
-        return ray.get([self.workers[i % len(NODES)].run.remote(sh.ref) for i, sh in enumerate(shards)])
-'''},
-    honest=ALL - LOCALITY - THROUGHPUT,
-    may_lose=set(THROUGHPUT),
-    why="not an attack: actors pinned by the notebook's NODES and shards dealt as if placed round-robin, "
-        "which the grader's seeded uneven placement is not; and ray.shutdown() before every graded cell",
-)
 
 # 3. Forged evidence: locations guessed, results made in the kernel, copy counters rewritten ---
 
@@ -156,6 +137,7 @@ get_ipython().input_transformers_cleanup.append(_skip_graded)
 
 ATTACKS["l04-tamper-with-grader-objects"] = dict(
     demos=False,
+    after={gid: [_SHUTDOWN] for gid in _GRADED},
     replace={
         "pinned_job": '''
 import gc
@@ -251,5 +233,6 @@ class ResidentWorker:
     why="PinnedJob runs __ray_call__ on every actor handle the kernel holds, processes every shard on the "
         "driver's node and frees the grader's shards afterwards to hide the copies; ResidentWorker copies "
         "every call from the host batch's private attributes, a kept ObjectRef or the serving actor's "
-        "arrays (read with __ray_call__), falling back to counted reads",
+        "arrays (read with __ray_call__), falling back to counted reads; and ray.shutdown() before every "
+        "graded cell, which must cost nothing",
 )
