@@ -1,8 +1,8 @@
 """Hostile lab 03 submissions (same shape as :mod:`attacks_lab00`), graded as a cohort by
 ``tests/test_attacks.py``. The issue's original lab 03 attack -- a blank lab replacing every
 function of ``autograder.checks.lab03`` with a no-op -- scored 15/15 when the checks ran in the
-learner's kernel. A leaking quota whose kernel forges "no leak" is graded, with its messages,
-by ``tests/test_grading_lab03.py``."""
+learner's kernel. A leaking quota is measured, with its message, by the grader's own harness in
+``tests/test_checks_lab03.py``: what the kernel patches never reaches that harness."""
 
 from __future__ import annotations
 
