@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .nbgrader_run import DEFAULT_CELL_TIMEOUT_S, DEFAULT_SUBMISSION_TIMEOUT_S, SetupError
+from .nbgrader_run import (DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S,
+                           SetupError)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -23,6 +24,8 @@ def parser() -> argparse.ArgumentParser:
                         help="seconds one cell may run before nbgrader interrupts it (default %(default)s)")
         sp.add_argument("--timeout", type=float, default=DEFAULT_SUBMISSION_TIMEOUT_S, metavar="S",
                         help="seconds one whole submission may take (default %(default)s)")
+        sp.add_argument("--memory-limit", type=float, default=DEFAULT_MEMORY_LIMIT_GIB, metavar="GIB",
+                        help="GiB one submission's notebook and kernel may use together (default %(default)s)")
 
     c = sub.add_parser("check", help="grade one notebook with the lab's hidden tests")
     c.add_argument("notebook", type=Path)
@@ -49,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     lim = {}
     if args.command in ("check", "grade"):
-        lim = {"cell_timeout_s": args.cell_timeout, "timeout_s": args.timeout}
+        lim = {"cell_timeout_s": args.cell_timeout, "timeout_s": args.timeout, "memory_limit_gib": args.memory_limit}
     try:
         if args.command == "check":
             from . import selfcheck

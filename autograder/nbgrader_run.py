@@ -22,12 +22,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .processes import Leftovers, not_ray
+from .processes import Leftovers, not_ray, run_watched
 from .report import Result
 
 KIT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CELL_TIMEOUT_S = 240
 DEFAULT_SUBMISSION_TIMEOUT_S = 1800
+DEFAULT_MEMORY_LIMIT_GIB = 8.0  # one submission's notebook, kernel and what they start (Ray labs:
+                                # not the actors, which run under the grader's own Ray)
 GRADING_CONFIG = Path(__file__).with_name("grading_config.py")
 CONFIG_ARG = f"--JupyterApp.config_file={GRADING_CONFIG.with_suffix('')}"  # nbgrader ignores --config
 
@@ -96,16 +98,13 @@ def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "PATH": bindir + (os.pathsep + path if path else ""), **(extra or {})}
 
 
-def nbgrader(args: list[str], cwd: Path, timeout_s: float,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m nbgrader ARGS`` in ``cwd``; a timeout is reported, never raised."""
+def nbgrader(args: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | None = None,
+             memory_limit_gib: float | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m nbgrader ARGS`` in ``cwd``; a timeout (return code 124) or its process tree
+    using more than ``memory_limit_gib`` (137) stops it and is reported, never raised."""
     env = tool_env({"PYTHONUNBUFFERED": "1", "IPYTHONDIR": str(_ipython_dir(cwd)), **(env or {})})
-    try:
-        return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return subprocess.CompletedProcess(exc.cmd, 124, out, f"timed out after {timeout_s:g} s")
+    return run_watched([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, timeout_s=timeout_s,
+                       memory_limit_bytes=memory_limit_gib * 2**30 if memory_limit_gib else None)
 
 
 _BANNERS = ("Please see the", "There was an error processing", "Traceback (most recent call last)")
@@ -249,7 +248,8 @@ def _seed_env(student: str) -> dict[str, str]:
 
 def autograde(course: Path, assignment: str, student: str, *,
               cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
-              timeout_s: float = DEFAULT_SUBMISSION_TIMEOUT_S) -> Outcome:
+              timeout_s: float = DEFAULT_SUBMISSION_TIMEOUT_S,
+              memory_limit_gib: float | None = DEFAULT_MEMORY_LIMIT_GIB) -> Outcome:
     """Grade one submission with real ``nbgrader autograde`` and return its outcome."""
     importlib.import_module("nbgrader.api")  # loaded before any learner code runs on this machine
 
@@ -272,13 +272,14 @@ def autograde(course: Path, assignment: str, student: str, *,
                   "AUTOGRADER_SUBMISSION_TIMEOUT_S": str(int(timeout_s))}
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
                          f"--Execute.timeout={int(cell_timeout_s)}", CONFIG_ARG],
-                        course, timeout_s, env={**env, **limits})
+                        course, timeout_s, env={**env, **limits}, memory_limit_gib=memory_limit_gib)
     finally:
         session.close()  # the reference process and the lab's Ray, before the leftovers are counted
         killed = leftovers.end()  # before anything is read back: nothing of it runs on
         endpoint.close()
     verdicts = session.seal()
-    results = read_results(course, assignment, student) if proc.returncode != 124 else []
+    stopped = proc.returncode in (124, 137)  # by the grader: what the kernel wrote is incomplete
+    results = read_results(course, assignment, student) if not stopped else []
     log = (proc.stderr or "") + (proc.stdout or "") + "".join(
         f"\n[autograder | grader error]\n{f}" for f in endpoint.failures)
     log += "".join(f"\n[autograder | killed after the submission] {c}" for c in killed)
@@ -289,6 +290,8 @@ def autograde(course: Path, assignment: str, student: str, *,
                       findings=findings)
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
+    elif proc.returncode == 137:
+        outcome.error = f"the submission used more than {memory_limit_gib:g} GiB of memory; it was stopped"
     elif proc.returncode != 0 or not results:
         reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else cause(log)
         outcome.error = f"nbgrader autograde failed: {reason}"

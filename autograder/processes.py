@@ -5,6 +5,8 @@ a submission's kernel starts and then abandons -- a detached daemon, Ray's proce
 killed kernel -- is re-parented to the grader instead of to init, so it stays among the
 grader's descendants. :class:`Leftovers` records those descendants before a submission and
 ends the new ones after it (SIGKILL: a submission's processes get no say), reaping them.
+:func:`run_watched` runs one submission's ``nbgrader`` with a wall-clock limit and a memory
+cap on its whole process tree.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -119,3 +122,57 @@ def not_ray(commands: list[str]) -> list[str]:
     """The commands that are not Ray's own processes (an idle worker often outlives its driver
     by a moment; that is Ray's normal shutdown, not the submission's doing)."""
     return [c for c in commands if "ray::" not in c and "/ray/" not in c]
+
+
+def memory_bytes(pids) -> int:
+    """Memory the processes ``pids`` use together: the sum of their proportional set sizes
+    (shared pages, such as Ray's object store, split among the processes that map them), or of
+    their resident sizes where the kernel does not report PSS."""
+    total = 0
+    for pid in pids:
+        for path, key in ((f"/proc/{pid}/smaps_rollup", "Pss:"), (f"/proc/{pid}/status", "VmRSS:")):
+            try:
+                line = next((ln for ln in Path(path).read_text().splitlines() if ln.startswith(key)), None)
+            except OSError:
+                continue
+            if line:
+                total += int(line.split()[1]) * 1024
+                break
+    return total
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every descendant of it."""
+    for p in [pid, *descendants(pid)]:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def run_watched(cmd: list[str], *, cwd, env: dict, timeout_s: float,
+                memory_limit_bytes: float | None = None, poll_s: float = 0.5) -> subprocess.CompletedProcess:
+    """Run ``cmd`` to completion, stopping it (and everything it started) when it runs past
+    ``timeout_s`` (return code 124) or when its process tree uses more than
+    ``memory_limit_bytes`` (return code 137). The reason is the last line of stderr."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout_s
+    out, err, why = [], [], None
+    while True:
+        try:
+            o, e = proc.communicate(timeout=poll_s)
+            out.append(o or ""), err.append(e or "")
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            why = (124, f"timed out after {timeout_s:g} s")
+        elif memory_limit_bytes and memory_bytes([proc.pid, *descendants(proc.pid)]) > memory_limit_bytes:
+            why = (137, f"used more than {memory_limit_bytes / 2**30:g} GiB of memory")
+        if why:
+            kill_tree(proc.pid)
+            o, e = proc.communicate()
+            out.append(o or ""), err.append(e or "")
+            return subprocess.CompletedProcess(cmd, why[0], "".join(out), "".join(err) + f"\n{why[1]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), "".join(err))

@@ -1,0 +1,44 @@
+"""Stopping a submission's process tree: past its time, or past its memory cap, with the reason."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from autograder import processes
+
+BOMB = """
+import os, subprocess, sys, time
+# a child that grows too: the cap is on the whole tree
+subprocess.Popen([sys.executable, "-c", "x = bytearray(200 * 2**20); import time; time.sleep(60)"])
+chunks = []
+for _ in range(100):
+    chunks.append(bytearray(50 * 2**20))  # 50 MiB more every 50 ms, touched
+    time.sleep(0.05)
+print("never got here")
+"""
+
+
+def test_a_memory_bomb_is_stopped_with_its_reason_and_nothing_of_it_survives():
+    start = time.monotonic()
+    before = processes.descendants()
+    proc = processes.run_watched([sys.executable, "-c", BOMB], cwd=".", env=dict(os.environ), timeout_s=60,
+                                 memory_limit_bytes=0.5 * 2**30, poll_s=0.2)
+    assert proc.returncode == 137 and proc.stderr.splitlines()[-1] == "used more than 0.5 GiB of memory"
+    assert "never got here" not in proc.stdout and time.monotonic() - start < 20
+    time.sleep(0.5)
+    assert not {p for p in processes.descendants() - before if not processes._zombie(p)}
+
+
+def test_a_hang_is_stopped_at_its_deadline_and_output_is_kept():
+    proc = processes.run_watched([sys.executable, "-c", "print('started', flush=True)\nimport time\ntime.sleep(60)"],
+                                 cwd=".", env=dict(os.environ), timeout_s=1.5, poll_s=0.2)
+    assert proc.returncode == 124 and "started" in proc.stdout and proc.stderr.endswith("timed out after 1.5 s")
+
+
+def test_an_ordinary_run_is_untouched():
+    proc = processes.run_watched([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+                                 cwd=".", env=dict(os.environ), timeout_s=30, memory_limit_bytes=2**30)
+    assert (proc.returncode, proc.stdout.strip(), proc.stderr.strip()) == (3, "out", "err")
+    assert processes.memory_bytes([os.getpid()]) > 10 * 2**20  # this interpreter, at least
