@@ -12,7 +12,7 @@ import pytest
 from autograder import cli, cohort, nbgrader_run
 from notebooks import make_course, released, submit, variant
 
-pytestmark = pytest.mark.timeout(1800)  # the module fixture grades six submissions
+pytestmark = pytest.mark.timeout(1800)  # the module fixture grades seven submissions
 
 LAB = "00_measure"
 SEED = "12345"
@@ -33,6 +33,7 @@ def best_batch_size(run, candidates, images=512):
                                  items=n * reps, warmup=2, budget_s=0.5).rate
     return max(rates, key=rates.get)
 '''
+MEMORY_LIMIT_GIB = 4  # lab 00's kernel with its own Ray uses well under 2 GiB
 SHUTDOWN = "import ray\nray.shutdown()"  # learners do, to "clean up"
 THROUGHPUT_CHECKS = {"throughput-known-cost", "throughput-sync", "throughput-warmup", "throughput-outliers"}
 
@@ -41,6 +42,10 @@ def _submissions(tmp):
     return {
         "alice-solution": variant(LAB, tmp / "a.ipynb"),
         "bob-blank": variant(LAB, tmp / "b.ipynb", base=released(LAB), demos=False),
+        # grows its memory past the cohort's cap in a cell of its own; the next student is graded normally
+        "carl-memory-bomb": variant(LAB, tmp / "c.ipynb", base=released(LAB), demos=False, after={"setup": [
+            "import time\nhoard = []\nfor _ in range(400):\n    hoard.append(bytearray(64 * 2**20))\n"
+            "    time.sleep(0.02)"]}),
         "dave-hangs": variant(LAB, tmp / "d.ipynb", demos=False, replace={
             "throughput": "def throughput(fn, items):\n    while True:\n        pass",
             "best_batch_size": SELF_CONTAINED_SWEEP},
@@ -84,7 +89,7 @@ def graded(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("AUTOGRADER_SEED", SEED)             # deterministic workloads, so fakes can be checked
     mp.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")   # a hang costs 20 s, not 60
-    code = cohort.run(course, LAB, cell_timeout_s=45, timeout_s=600)
+    code = cohort.run(course, LAB, cell_timeout_s=45, timeout_s=600, memory_limit_gib=MEMORY_LIMIT_GIB)
     mp.undo()
     with open(course / "grades.csv") as f:
         rows = {r["student_id"]: r for r in csv.DictReader(f)}
@@ -99,7 +104,7 @@ def failed(row):
 def test_exit_code_reports_the_submission_that_could_not_be_graded(graded):
     code, rows, _ = graded
     assert code == 1
-    assert sorted(rows) == sorted(["alice-solution", "bob-blank", "dave-hangs", "erin-exits",
+    assert sorted(rows) == sorted(["alice-solution", "bob-blank", "carl-memory-bomb", "dave-hangs", "erin-exits",
                                    "ivan-gradebook", "judy-kills-kernel"])
 
 
@@ -111,6 +116,14 @@ def test_solution_and_blank(graded):
     # the lesson's demonstrations (graded with the solution) run as written
     assert nbgrader_run.cell_errors(course / "autograded" / "alice-solution" / LAB) == []
     assert rows["bob-blank"]["score"] == "0" and rows["bob-blank"]["status"] == "graded"
+
+
+@pytest.mark.slow
+def test_a_memory_bomb_is_stopped_with_its_reason(graded):
+    _, rows, _ = graded
+    row = rows["carl-memory-bomb"]
+    assert row["status"] == f"error: the submission used more than {MEMORY_LIMIT_GIB:g} GiB of memory; it was stopped"
+    assert row["score"] == "0" and rows["dave-hangs"]["status"] == "graded"  # and the next one is graded
 
 
 @pytest.mark.slow
@@ -144,7 +157,7 @@ def test_killed_kernel_is_recorded_and_grading_goes_on(graded):
     _, rows, _ = graded
     row = rows["judy-kills-kernel"]
     assert row["status"].startswith("error:") and "kernel died" in row["status"] and row["score"] == "0"
-    others = [r["status"] for s, r in rows.items() if s not in ("judy-kills-kernel", "ivan-gradebook")]
+    others = [r["status"] for s, r in rows.items() if s not in ("judy-kills-kernel", "ivan-gradebook", "carl-memory-bomb")]
     assert others == ["graded"] * 4
 
 
