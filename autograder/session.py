@@ -267,15 +267,18 @@ class Session:
         ``learner()`` and ``reference()`` each run one round of the same work (fresh inputs,
         prepared outside the clock) and return the seconds its timed part took. The kit's one
         rule, as :func:`course.bench.compare`: rounds alternate who goes first, and the ratio
-        is the median of the per-round ratios. A warm-up round goes first; when its ratio is
-        below ``stop_below`` (far under every tier) that is the answer, so a slow submission
-        is not timed over and over.
+        is the median of the per-round ratios. A warm-up round goes first; when it and the
+        round after it are both below ``stop_below`` (far under every tier), that is the
+        answer, so a slow submission is not timed over and over; one cold round alone does not
+        decide (the lab 04 solution once scored 0.18x against 0.4 / 0.6 tiers in a CI run).
         """
         from course.bench import Comparison, Measurement
 
         warm = reference() / learner()
         if warm < stop_below:
-            return Comparison(Measurement([]), Measurement([]), [warm])
+            again = reference() / learner()
+            if again < stop_below:
+                return Comparison(Measurement([]), Measurement([]), [warm, again])
         mine, ref = [], []
         for r in range(rounds):
             if r % 2 == 0:

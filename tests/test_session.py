@@ -157,3 +157,25 @@ def test_a_hung_function_is_not_run_again_and_later_cells_fail_fast():
         learner.call("spin", what="spin()", timeout_s=0.5)
     with pytest.raises(RuntimeError, match="stopped by the grader"):
         namespace["spin"]()  # what a demonstration cell calling it now gets
+
+
+def _rounds(seconds):
+    """A side whose rounds take ``seconds[i]`` (as reported: no real waiting); counts its calls."""
+    it = iter(seconds)
+
+    def go():
+        go.calls += 1
+        return next(it)
+
+    go.calls = 0
+    return go
+
+
+def test_side_by_side_stops_early_only_after_two_slow_rounds():
+    s = Session("00_measure", seed=1)
+    cold = _rounds([10.0] + [1.0] * 9)  # one slow, cold first round; then as fast as the reference
+    r = s.side_by_side(cold, _rounds([1.0] * 10), rounds=4, stop_below=0.2)
+    assert cold.calls == 6 and r.ratio == 1.0  # warm-up, its confirmation, then 4 rounds
+    slow = _rounds([10.0] * 10)
+    r = s.side_by_side(slow, _rounds([1.0] * 10), rounds=4, stop_below=0.2)
+    assert slow.calls == 2 and r.ratio == pytest.approx(0.1)
