@@ -74,6 +74,8 @@ EXEMPT = [
     ("03_quotas", "0.55×", "the quiet tenants keep", target("LAB03.isolation_min")),
     ("03_quotas", "0.5×", "with quotas vs without", target("LAB03.overhead_tiers")),
     ("03_quotas", "0.75×", "with quotas vs without", target("LAB03.overhead_tiers")),
+    ("03_quotas", "0.5×", "with the groups vs without", target("LAB03.groups_overhead_tiers")),
+    ("03_quotas", "0.75×", "with the groups vs without", target("LAB03.groups_overhead_tiers")),
     ("04_data_affinity", "4 MiB", "1,024 seeded 64×64 images",
      "a definition: 1,024 images × 64 × 64 one-byte pixels = 4 MiB (course/locality.py SHARD_IMAGES)"),
     ("04_data_affinity", "0.25×", "those of the naive job", target("LAB04.bytes_vs_naive")),
