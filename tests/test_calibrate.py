@@ -47,3 +47,13 @@ def test_a_tier_separates_only_when_every_run_says_so():
 def test_cli_options():
     args = cli.parser().parse_args(["calibrate", "00_measure", "--runs", "5", "--json"])
     assert (args.lab, args.runs, args.json) == ("00_measure", 5, True)
+
+
+def test_at_half_speed_waits_as_long_as_the_call_took():
+    import time
+
+    from autograder.reference import at_half_speed
+
+    slowed = at_half_speed(lambda x: (time.sleep(0.05), x)[1])
+    start = time.perf_counter()
+    assert slowed(7) == 7 and time.perf_counter() - start >= 0.1

@@ -3,3 +3,20 @@
 They are plain, documented, and use the same ``course`` runtime the learner has, so a
 ratio of learner to reference compares approaches, not libraries.
 """
+
+import functools
+import time
+
+
+def at_half_speed(method):
+    """``method``, waiting after every call as long as the call took: half its rate. For the
+    degraded copies ``python -m autograder calibrate`` measures (each lab's ``degraded()``)."""
+
+    @functools.wraps(method)
+    def slowed(*args, **kwargs):
+        start = time.perf_counter()
+        out = method(*args, **kwargs)
+        time.sleep(time.perf_counter() - start)
+        return out
+
+    return slowed

@@ -8,6 +8,8 @@ import ray
 
 from course import backend, kernels
 
+from . import at_half_speed
+
 
 class ImageWorker:
     """One device's worth of the image workload, kept warm between calls.
@@ -81,15 +83,9 @@ def fit_overhead(n_actors, throughputs):
 
 
 class _HalfSpeedWorker(ImageWorker):
-    """The reference actor, waiting after every call as long as the call took: half its rate."""
+    """The reference actor at half its rate (it waits as long as it worked)."""
 
-    def process(self, batch):
-        import time
-
-        start = time.perf_counter()
-        out = super().process(batch)
-        time.sleep(time.perf_counter() - start)
-        return out
+    process = at_half_speed(ImageWorker.process)
 
 
 def degraded() -> dict:

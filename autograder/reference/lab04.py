@@ -7,6 +7,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from course import kernels, locality
 
+from . import at_half_speed
+
 
 def shard_nodes(refs) -> list[set]:
     """The nodes holding a copy of each object, from Ray's object directory."""
@@ -83,15 +85,9 @@ def link_bytes_per_s(images_per_s: float, image_bytes: int, nodes: int, locality
 
 
 class _HalfSpeedJob(PinnedJob):
-    """The reference job, waiting after every run as long as the run took: half its rate."""
+    """The reference job at half its rate (it waits as long as it worked)."""
 
-    def run(self, shards):
-        import time
-
-        start = time.perf_counter()
-        out = super().run(shards)
-        time.sleep(time.perf_counter() - start)
-        return out
+    run = at_half_speed(PinnedJob.run)
 
 
 def degraded() -> dict:
