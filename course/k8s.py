@@ -139,6 +139,28 @@ def local_queue(ns: str, cluster_queue_name: str, *, name: str = "gpu-queue") ->
             "spec": {"clusterQueue": cluster_queue_name}}
 
 
+# ---------------------------------------------------------------- what the builders take
+
+BUILDERS = ("namespace", "resource_quota", "limit_range", "ray_cluster", "resource_flavor",
+            "cluster_queue", "local_queue")
+
+
+def signatures() -> str:
+    """Each builder's call signature and the first line of its docstring, for a notebook to print.
+
+    Computed with :func:`inspect.signature`, so it always matches the code (a lab's cells may
+    not import ``inspect``: the static check refuses it).
+    """
+    import inspect
+
+    lines = []
+    for name in BUILDERS:
+        fn = globals()[name]
+        lines += [f"k8s.{name}{inspect.signature(fn, eval_str=True)}",
+                  f"    {inspect.getdoc(fn).splitlines()[0]}"]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- output
 
 def to_yaml(objs) -> str:

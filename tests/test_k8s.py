@@ -105,3 +105,12 @@ def test_validate_does_not_change_the_manifest():
 
 def test_whole_number():
     assert [k8s.whole_number(v) for v in (2, "3", "0.5", 1.0, True, None)] == [2, 3, None, None, None, None]
+
+
+def test_signatures_show_every_builder_and_its_keywords():
+    """What lab 03 prints before its manifest exercises: the keywords a learner needs are there."""
+    text = k8s.signatures()
+    assert [ln.split("(")[0] for ln in text.splitlines()[::2]] == [f"k8s.{b}" for b in k8s.BUILDERS]
+    for keyword in ("queue: str | None = None", "namespaces: list[str] | None = None", "max_gpus_per_container: int"):
+        assert keyword in text
+    assert "'str'" not in text  # annotations evaluated, not shown as strings
