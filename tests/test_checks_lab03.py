@@ -111,6 +111,76 @@ def test_manifests_not_implemented():
         assert "not implemented yet" in verdict(check, tenant_manifests=blank).message
 
 
+def test_hand_cases_are_seeded_dns_labels_with_different_counts():
+    cases = lab03._hand_cases(session())
+    assert cases == lab03._hand_cases(session())  # same seed, same cases
+    assert len({ns for ns, _ in cases}) == len({g for _, g in cases}) == 2
+    for ns, gpus in cases:
+        assert re.fullmatch(r"team-[a-z0-9]{5}", ns) and 1 <= gpus <= lab03.T.pool
+
+
+def test_reference_quota_by_hand_passes():
+    r = verdict("manifest-by-hand", gpu_quota_by_hand=ref.gpu_quota_by_hand)
+    assert r.passed, r.message
+
+
+def _hand(fn):
+    """A gpu_quota_by_hand that post-processes the reference's quota with ``fn(obj)``."""
+    def gpu_quota_by_hand(namespace, gpus):
+        obj = ref.gpu_quota_by_hand(namespace, gpus)
+        fn(obj)
+        return obj
+    return gpu_quota_by_hand
+
+
+def _rename_gpu_key(key):
+    def fn(obj):
+        obj["spec"]["hard"][key] = obj["spec"]["hard"].pop(lab03.GPU_QUOTA_KEY)
+    return fn
+
+
+REQUESTS_ONLY = r'kubernetes\.io "Resource Quotas": for extended resources "only quota items with prefix requests\. are allowed"'
+
+
+@pytest.mark.parametrize("fn,message", [
+    (_hand(lambda o: o.update(apiVersion="apps/v1")), r"apiVersion is 'apps/v1'; expected 'v1'$"),
+    (_hand(lambda o: o.update(kind="Quota")), r"kind is 'Quota'; expected 'ResourceQuota'$"),
+    (_hand(lambda o: o["metadata"].update(namespace="tenant-b")),
+     r"metadata\.namespace is 'tenant-b'; expected 'team-[a-z0-9]{5}', the namespace asked for$"),
+    (_hand(lambda o: o["metadata"].pop("namespace")),
+     r"rejects it: ResourceQuota/gpu-quota: metadata: missing required field 'namespace'$"),
+    (_hand(lambda o: o["metadata"].pop("name")), r"rejects it: ResourceQuota/<no name>: metadata: missing required field 'name'$"),
+    (lambda namespace, gpus: ref.gpu_quota_by_hand(namespace, gpus + 1),
+     r"spec\.hard\['requests\.nvidia\.com/gpu'\] is '(\d+)'; expected (\d+), the GPUs asked for$"),
+    (_hand(_rename_gpu_key("limits.nvidia.com/gpu")),
+     r"spec\.hard has 'limits\.nvidia\.com/gpu'; expected 'requests\.nvidia\.com/gpu' \(" + REQUESTS_ONLY + r"\)$"),
+    (_hand(_rename_gpu_key("nvidia.com/gpu")),
+     r"spec\.hard has 'nvidia\.com/gpu'; expected 'requests\.nvidia\.com/gpu' \(" + REQUESTS_ONLY + r"\)$"),
+    (_hand(_rename_gpu_key("requests.cpu")), r"spec\.hard has no 'requests\.nvidia\.com/gpu'; expected requests\.nvidia\.com/gpu: \d+$"),
+    (_hand(lambda o: o["spec"].update(hardd=o["spec"].pop("hard"))),
+     r"k8s\.validate \(Kubernetes [\d.]+ schema, strict\) rejects it: ResourceQuota/gpu-quota: spec: "
+     r"Additional properties are not allowed \('hardd' was unexpected\)$"),
+    (_hand(lambda o: o["spec"]["hard"].update({lab03.GPU_QUOTA_KEY: "1.5"})),
+     r"spec\.hard\.requests\.nvidia\.com/gpu: must be a whole number of GPUs, got '1\.5'$"),
+    (lambda namespace, gpus: [ref.gpu_quota_by_hand(namespace, gpus)], r"returned list; expected a dict \(one manifest\)$"),
+    (lambda namespace, gpus: k8s.to_yaml(ref.gpu_quota_by_hand(namespace, gpus)), r"returned str; expected a dict"),
+    (lambda namespace, gpus: ref.gpu_quota_by_hand("team-abcde", 4), r"metadata\.namespace is 'team-abcde'"),
+])
+def test_bad_quota_by_hand_fails_with_its_own_message(fn, message):
+    r = verdict("manifest-by-hand", gpu_quota_by_hand=fn)
+    assert not r.passed and re.match(r"gpu_quota_by_hand\('team-[a-z0-9]{5}', \d+\): ", r.message), r.message
+    found = re.search(message, r.message)
+    assert found, r.message
+    if found.groups():  # the wrong count: what it was and what was asked for, as numbers
+        assert int(found.group(1)) == int(found.group(2)) + 1
+
+
+def test_quota_by_hand_not_implemented():
+    def blank(namespace, gpus):
+        raise NotImplementedError
+    assert "not implemented yet" in verdict("manifest-by-hand", gpu_quota_by_hand=blank).message
+
+
 def test_harness_peak_and_options():
     assert tenancy._peak([(0, 1), (1, 2), (0.5, 1.5)]) == 2  # an end at t comes before a start at t
     assert tenancy.check_options(None, "a") == {}

@@ -12,12 +12,14 @@ floods while the others keep their quota busy (isolation, against their solo thr
 interleaved), and everyone saturates the pool with and without the quota (overhead,
 interleaved A B B A). Manifests are validated against the Kubernetes schemas
 (``kubernetes-validate``) and the KubeRay/Kueue fields, for the course's quotas and for a
-second split of the pool drawn per run.
+second split of the pool drawn per run; the one ResourceQuota the learner writes by hand is
+validated too and read field by field, for namespaces and GPU counts drawn per run.
 """
 
 from __future__ import annotations
 
 import statistics
+import string
 
 from course import k8s, tenancy
 
@@ -28,7 +30,8 @@ from . import register, tiers
 
 LAB = "03_quotas"
 POOL = "autograder_pool"  # the grader's own resource: the pool's size, whatever else the Ray has
-LEARNER_NAMES = ("quota_resources", "resource_options", "tenant_groups", "group_options", "tenant_manifests")
+LEARNER_NAMES = ("quota_resources", "resource_options", "tenant_groups", "group_options", "gpu_quota_by_hand",
+                 "tenant_manifests")
 QUOTAS = dict(T.quotas)
 
 
@@ -317,6 +320,70 @@ def groups_enforced(session):
 
 _overhead_tiers("groups", ("groups-overhead-tier1", "groups-overhead-tier2"), T.groups_overhead_tiers,
                 "placement-group quotas")
+
+
+# ---------------------------------------------------------------- a ResourceQuota by hand
+
+GPU_QUOTA_KEY = f"requests.{k8s.GPU}"
+REQUESTS_ONLY = ('kubernetes.io "Resource Quotas": for extended resources "only quota items with prefix '
+                 'requests. are allowed"')
+
+
+def _hand_cases(session: Session) -> list[tuple[str, int]]:
+    """Two (namespace, GPUs) cases drawn from this run's seed, differing in both: a namespace
+    ``team-`` plus five letters or digits (a valid DNS label), a GPU count from 1 to the pool."""
+    rng = session.rng(13)
+    cases: list[tuple[str, int]] = []
+    while len(cases) < 2:
+        ns = "team-" + "".join(rng.choices(string.ascii_lowercase + string.digits, k=5))
+        gpus = rng.randint(1, T.pool)
+        if all(ns != n and gpus != g for n, g in cases):
+            cases.append((ns, gpus))
+    return cases
+
+
+def _check_quota(obj, ns: str, gpus: int) -> None:
+    """One hand-written ResourceQuota, field by field; raises one line naming the field.
+
+    apiVersion and kind first (the schema's own message for those is vaguer), then the GPU keys
+    a quota may not hold, then :func:`course.k8s.validate` (the strict schema catches a misspelt
+    field; it also requires metadata.name and metadata.namespace), then the values.
+    """
+    if not isinstance(obj, dict):
+        raise AssertionError(f"returned {type(obj).__name__}; expected a dict (one manifest)")
+    for field, want in (("apiVersion", "v1"), ("kind", "ResourceQuota")):
+        if obj.get(field) != want:
+            raise AssertionError(f"{field} is {obj.get(field)!r}; expected {want!r}")
+    spec = obj.get("spec")
+    hard = spec.get("hard") if isinstance(spec, dict) else None
+    for key in (f"limits.{k8s.GPU}", k8s.GPU):
+        if isinstance(hard, dict) and key in hard:
+            raise AssertionError(f"spec.hard has {key!r}; expected {GPU_QUOTA_KEY!r} ({REQUESTS_ONLY})")
+    try:
+        k8s.validate(obj)
+    except k8s.ManifestError as exc:
+        raise AssertionError(f"k8s.validate (Kubernetes {k8s.K8S_VERSION} schema, strict) rejects it: {exc}") from None
+    meta = obj["metadata"]
+    if meta.get("namespace") != ns:
+        raise AssertionError(f"metadata.namespace is {meta.get('namespace')!r}; expected {ns!r}, the namespace asked for")
+    if not isinstance(hard, dict) or GPU_QUOTA_KEY not in hard:
+        raise AssertionError(f"spec.hard has no {GPU_QUOTA_KEY!r}; expected {GPU_QUOTA_KEY}: {gpus}")
+    if k8s.whole_number(hard[GPU_QUOTA_KEY]) != gpus:
+        raise AssertionError(f"spec.hard[{GPU_QUOTA_KEY!r}] is {hard[GPU_QUOTA_KEY]!r}; expected {gpus}, the GPUs asked for")
+
+
+@register(LAB, "manifest-by-hand", 2)
+def manifest_by_hand(session):
+    """The learner's hand-written ResourceQuota: valid (strict schema) and right field by field,
+    for two namespaces and GPU counts drawn per run."""
+    for ns, gpus in _hand_cases(session):
+        what = f"gpu_quota_by_hand({ns!r}, {gpus})"
+        obj = session.learner.call("gpu_quota_by_hand", ns, gpus, what=what, returns="json",
+                                   timeout_s=session.call_timeout_s)
+        try:
+            _check_quota(obj, ns, gpus)
+        except AssertionError as exc:
+            raise AssertionError(f"{what}: {exc}") from None
 
 
 # ---------------------------------------------------------------- manifests

@@ -30,14 +30,25 @@ def group_options(tenant: str, groups: dict) -> dict:
     return {"scheduling_strategy": PlacementGroupSchedulingStrategy(groups[tenant])}
 
 
+def gpu_quota_by_hand(namespace: str, gpus: int) -> dict:
+    """A ResourceQuota capping ``namespace``'s GPU requests at ``gpus``, written out field by field."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "gpu-quota", "namespace": namespace},
+        "spec": {"hard": {"requests.nvidia.com/gpu": str(gpus)}},
+    }
+
+
 def tenant_manifests(quotas: dict) -> list:
-    """The same policy on Kubernetes: per tenant a namespace, quota, limit range, queues and a RayCluster."""
+    """The same policy on Kubernetes: per tenant a namespace, quota (the hand-written one), limit
+    range, queues and a RayCluster."""
     objs = [k8s.resource_flavor()]
     for t, q in quotas.items():
         ns = f"tenant-{t}"
         objs += [
             k8s.namespace(ns),
-            k8s.resource_quota(ns, q),
+            gpu_quota_by_hand(ns, q),
             k8s.limit_range(ns, q),
             k8s.cluster_queue(ns, q, namespaces=[ns]),
             k8s.local_queue(ns, ns),
