@@ -12,6 +12,7 @@ Every number a lab reports comes through here, so every lab measures the same wa
 
 from __future__ import annotations
 
+import ctypes
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,14 @@ from . import backend
 
 # Captured at import: measurements keep working if a notebook later replaces time.perf_counter.
 _perf_counter = time.perf_counter
+
+# glibc adapts when it maps large arrays fresh from the OS (paying page faults) to what a
+# process has freed before, so a NumPy kernel's speed depends on the process's history:
+# measured on a 2-core machine, 16 batches of 64 images took 41 ms in one fresh process
+# and 12 ms with these thresholds fixed (glibc's own tunables, ``man mallopt``).
+MMAP_THRESHOLD = 64 * 2**20
+TRIM_THRESHOLD = 128 * 2**20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
 
 
 @dataclass
@@ -51,6 +60,20 @@ class Measurement:
             f"{self.rate:,.1f} items/s (median {self.median * 1e3:.3f} ms/call, "
             f"spread {self.spread:.1%}, n={len(self.samples)})"
         )
+
+
+def steady_allocator() -> bool:
+    """Fix glibc's malloc thresholds in this process, so timings measure code, not the allocator.
+
+    The same setting :data:`course.fleet.STEADY_ALLOCATOR` gives an actor through its
+    environment, applied at run time. Returns whether it applied (False off glibc).
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+                    and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    except (OSError, AttributeError):
+        return False
 
 
 def relative_spread(samples: list[float]) -> float:
@@ -160,3 +183,21 @@ def compare(
         rate_a, rate_b = items_a / times[0], items_b / times[1]
         ratios.append(rate_a / rate_b)
     return Comparison(Measurement(sa, items_a), Measurement(sb, items_b), ratios)
+
+
+def interleaved(fns: dict, *, rounds: int = 7, warmup: int = 1, sync: bool = True) -> dict:
+    """Measure several callables in the same rounds; ``{key: Measurement}``.
+
+    ``fns`` maps a key to ``(fn, items)``. Each round times every callable once, in an
+    order that reverses from round to round, so drift and noisy neighbours hit all of them
+    alike -- :func:`compare` for more than two.
+    """
+    keys = list(fns)
+    for _ in range(warmup):
+        for k in keys:
+            time_call(fns[k][0], sync=sync)
+    samples: dict = {k: [] for k in keys}
+    for r in range(rounds):
+        for k in keys if r % 2 == 0 else keys[::-1]:
+            samples[k].append(time_call(fns[k][0], sync=sync))
+    return {k: Measurement(samples[k], fns[k][1]) for k in keys}

@@ -22,7 +22,7 @@ import os
 import random
 from dataclasses import dataclass
 
-from . import backend, cluster, kernels
+from . import backend, bench, cluster, kernels
 
 # Start worker processes as fast as the machine allows and keep the raylet from warning
 # about "many worker processes" when a fleet of actors starts (each actor is one process).
@@ -34,13 +34,11 @@ import ray  # noqa: E402
 EMULATED_RESOURCE = "emulated_gpu"  # the emulated fleet's resource on a machine with real GPUs
 MAX_SIZE = 16                       # logical GPUs per machine, at most
 GRADER_RESOURCE = "autograder_gpu"  # a grader's emulated GPUs, apart from the ones a notebook holds
-# glibc adapts when it maps large arrays fresh from the OS (paying page faults) to what a
-# process has freed before, so a NumPy kernel's speed depends on the process's history:
-# measured on a 2-core machine, 16 batches of 64 images took 41 ms in one fresh process
-# and 12 ms with the thresholds fixed, and two identical actors differed 2x in 2 of 8 runs.
-# Actors that are measured against each other get these fixed thresholds (glibc's own
-# tunables, ``man mallopt``), so the comparison measures the code, not the allocator.
-STEADY_ALLOCATOR = {"MALLOC_MMAP_THRESHOLD_": str(64 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(128 * 2**20)}
+# Two identical actors differed 2x in 2 of 8 runs when glibc adapted its malloc thresholds
+# to each process's history (see course.bench.steady_allocator). Actors that are measured
+# against each other get fixed thresholds through their environment, so the comparison
+# measures the code, not the allocator.
+STEADY_ALLOCATOR = {"MALLOC_MMAP_THRESHOLD_": str(bench.MMAP_THRESHOLD), "MALLOC_TRIM_THRESHOLD_": str(bench.TRIM_THRESHOLD)}
 
 
 def size() -> int:

@@ -64,3 +64,23 @@ def test_compare_alternates_who_goes_first():
     order = []
     bench.compare(lambda: order.append("a"), lambda: order.append("b"), rounds=4, warmup=0, sync=False)
     assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]
+
+
+def test_interleaved_measures_every_callable_in_each_round_reversing_the_order():
+    order = []
+    fns = {k: (lambda k=k: order.append(k), items) for k, items in (("a", 1), ("b", 2), ("c", 4))}
+    out = bench.interleaved(fns, rounds=3, warmup=1)
+    assert order == list("abc") + list("abc") + list("cba") + list("abc")  # warm-up, then rounds 0, 1, 2
+    assert {k: len(m.samples) for k, m in out.items()} == {"a": 3, "b": 3, "c": 3}
+    assert out["c"].items == 4
+
+
+def test_interleaved_ranks_known_costs():
+    out = bench.interleaved({n: (lambda n=n: time.sleep(0.002 * n), 1) for n in (1, 3)}, rounds=3, warmup=0)
+    assert out[1].rate > 2 * out[3].rate
+
+
+def test_steady_allocator_applies_on_glibc():
+    import platform
+
+    assert bench.steady_allocator() == (platform.libc_ver()[0] == "glibc")

@@ -135,6 +135,12 @@ def test_batch_checks_pass_the_reference_and_fail_a_fixed_answer():
     passes("batch-real-tier1", best_batch_size=reference.best_batch_size)
 
 
+def test_batch_real_fails_a_choice_that_measures_nothing():
+    # the first candidate, unmeasured: one image per call, a quarter of the best rate or less
+    fails("batch-real-tier1", r"batch size 1 runs the image kernel at 0\.\d\dx the rate of the best",
+          best_batch_size=lambda run, candidates: candidates[0])
+
+
 def test_batch_real_rejects_a_size_not_offered():
     fails("batch-real-tier1", "not one of", best_batch_size=lambda run, candidates: 1000)
     fails("batch-model", "takes one of the candidates", best_batch_size=lambda run, candidates: run(1000))
