@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import os
 import types
 from typing import Any, Callable
 
@@ -214,17 +215,77 @@ def _guarded(namespace: dict, name: str, fn, timeout_s: float):
     return guarded
 
 
-def guard(namespace: dict, names, timeout_s: float) -> None:
-    """Put a deadline on the learner's functions called ``names`` (after each cell, in grading).
+def _guarded_method(what: str, fn, timeout_s: float, marker: str):
+    """Method ``fn`` of a learner class under a deadline, wherever it runs (kernel or Ray actor).
+
+    A learner class runs in the kernel or, as a Ray actor, in a worker process of its own, so
+    "already stopped once" is a file (``marker``) that every process running the class sees:
+    after one hang, every later call fails at once, in any actor.
+    """
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        if os.path.exists(marker):
+            raise RuntimeError(f"{what} was stopped by the grader after running past {timeout_s:g} s; "
+                               "it is not run again (fix it and re-run its cell)")
+        try:
+            if harness.armed():  # a grader's request in the kernel: its deadline governs
+                return fn(*args, **kwargs)
+            with harness.deadline(timeout_s):  # in an actor, or a demonstration cell
+                return fn(*args, **kwargs)
+        except harness.Deadline:
+            os.makedirs(os.path.dirname(marker), exist_ok=True)
+            with open(marker, "w"):
+                pass
+            if harness.armed():
+                raise
+            raise RuntimeError(f"{what} ran past {timeout_s:g} s and was stopped by the grader; "
+                               "it is not run again (fix it and re-run its cell)") from None
+
+    guarded.__autograder_guarded__ = True
+    return guarded
+
+
+def _learner_class(obj):
+    """``(class to patch, class the learner wrote)`` for a plain class or a ``@ray.remote`` one.
+
+    ``ray.remote`` subclasses the learner's class and copies each method into the subclass
+    (wrapped for tracing) when it is decorated, so a decorated class is patched there.
+    """
+    if isinstance(obj, type):
+        return obj, obj
+    modified = getattr(getattr(obj, "__ray_metadata__", None), "modified_class", None)
+    bases = getattr(modified, "__bases__", ())
+    return (modified, bases[0]) if len(bases) == 1 and isinstance(bases[0], type) else None
+
+
+def _guard_class(target: type, learner_cls: type, name: str, timeout_s: float, markers: str) -> None:
+    """Give every method the learner wrote (``__init__`` included) a deadline, on ``target``."""
+    if target.__dict__.get("__autograder_guarded__"):
+        return
+    for attr, fn in vars(learner_cls).items():
+        if isinstance(fn, types.FunctionType) and (attr == "__init__" or not attr.startswith("__")):
+            setattr(target, attr, _guarded_method(f"{name}.{attr}", getattr(target, attr), timeout_s,
+                                                  os.path.join(markers, f"{name}.{attr}")))
+    target.__autograder_guarded__ = True
+
+
+def guard(namespace: dict, names, timeout_s: float, markers: str | None = None) -> None:
+    """Put a deadline on the learner's functions and classes called ``names`` (after each cell, in grading).
 
     A function that loops forever then costs one deadline in the first cell that calls it --
     a demonstration cell included -- and every later call fails at once, instead of each
-    cell waiting for nbgrader's cell timeout.
+    cell waiting for nbgrader's cell timeout. A class's methods get the same, also when
+    they run in a Ray actor (the class is guarded before Ray ships it to the actor's process;
+    ``markers`` is the folder where a hang is recorded for every process to see).
     """
+    markers = os.path.abspath(markers or ".autograder-hung")
     for name in names:
-        fn = namespace.get(name)
-        if isinstance(fn, types.FunctionType) and not getattr(fn, "__autograder_guarded__", False):
-            namespace[name] = _guarded(namespace, name, fn, timeout_s)
+        obj = namespace.get(name)
+        if isinstance(obj, types.FunctionType) and not getattr(obj, "__autograder_guarded__", False):
+            namespace[name] = _guarded(namespace, name, obj, timeout_s)
+        elif (classes := _learner_class(obj)) is not None:
+            _guard_class(*classes, name, timeout_s, markers)
 
 
 def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict | None = None) -> dict:

@@ -22,7 +22,7 @@ from .nbgrader_run import Outcome, SetupError
 from .report import Result
 
 CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "status", "failed_checks", "flags",
-              "static_findings"]
+              "static_findings", "seconds"]
 
 
 def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
@@ -88,12 +88,13 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
             w.writerow({"student_id": o.student, "assignment": o.assignment, "score": f"{o.score:g}",
                         "max_score": f"{o.max_score:g}", "status": f"error: {o.error}" if o.error else "graded",
                         "failed_checks": " ".join(failed), "flags": " ".join(o.flags),
-                        "static_findings": len(o.findings)})
+                        "static_findings": len(o.findings), "seconds": f"{o.seconds:.0f}"})
 
 
 def summary(o: Outcome) -> str:
     """One submission's line in the progress output: score, and whatever went wrong."""
-    return (f"{o.student} {o.assignment}: {o.score:g}/{o.max_score:g}" + (f"  error: {o.error}" if o.error else "")
+    return (f"{o.student} {o.assignment}: {o.score:g}/{o.max_score:g} in {o.seconds:.0f} s"
+            + (f"  error: {o.error}" if o.error else "")
             + (f"  flagged: the kernel reported passes the grader did not confirm: {' '.join(o.flags)}"
                if o.flags else "")
             + (f"  ended {len(o.killed)} leftover process(es)" if o.killed else "")

@@ -16,9 +16,11 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +63,7 @@ class Outcome:
     killed: list[str] = field(default_factory=list)  # processes it left running (not Ray's), ended by the grader
     cell_errors: list[str] = field(default_factory=list)  # ungraded cells that raised: often why a check failed
     findings: list[str] = field(default_factory=list)     # the static check's, for review (not scored)
+    seconds: float = 0.0                                  # wall time the grading took (a hang shows here)
 
     @property
     def score(self) -> float:
@@ -181,9 +184,17 @@ def cell_errors(autograded: Path) -> list[str]:
             for o in cell.get("outputs", []):
                 if o.get("output_type") == "error":
                     first = next((ln for ln in "".join(cell.get("source", "")).splitlines() if ln.strip()), "")
-                    value = ((o.get("evalue") or "").strip().splitlines() or [""])[0]
-                    out.append(f"code cell {i} (`{first[:60]}`): {o.get('ename')}: {value[:200]}")
+                    out.append(f"code cell {i} (`{first[:60]}`): {o.get('ename')}: {_error_value(o)[:200]}")
     return out
+
+
+def _error_value(output: dict) -> str:
+    """An error output's message in one line: its first, or for a Ray task's error (whose
+    first line is Ray's header, the failing task and its pid) the cause's, which comes last."""
+    lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", output.get("evalue") or "").splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    return lines[-1].strip() if str(output.get("ename", "")).startswith("RayTaskError") else lines[0].strip()
 
 
 def static_findings(course: Path, assignment: str, student: str) -> list[str]:
@@ -256,6 +267,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     from .channel import Endpoint
     from .session import Session
 
+    started = time.monotonic()
     findings = static_findings(course, assignment, student)  # before anything of it runs
     seed = _seed_env(student).get("seed")
     session = Session(assignment, seed=int(seed) if seed else None)
@@ -287,7 +299,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     log += "".join(f"\n[autograder | an ungraded cell raised] {e}" for e in raised)
     log += "".join(f"\n[autograder | static check] {f}" for f in findings)
     outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed), cell_errors=raised,
-                      findings=findings)
+                      findings=findings, seconds=time.monotonic() - started)
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode == 137:

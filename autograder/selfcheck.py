@@ -74,5 +74,7 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
     print_report(outcome.results, as_json=as_json,
                  extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error,
                         "flags": outcome.flags, "killed": outcome.killed, "cell_errors": outcome.cell_errors,
-                        "findings": outcome.findings})
+                        "findings": outcome.findings, "seconds": round(outcome.seconds, 1)})
+    if not as_json:
+        print(f"graded in {outcome.seconds:.0f} s")
     return 1 if outcome.error else 0

@@ -13,7 +13,7 @@ most of an actor, and the throughput tiers still time the whole round trip.
 
 from __future__ import annotations
 
-from notebooks import released
+from notebooks import cell_source, released
 
 LAB = "01_actor_scaling"
 SEED = 20251130
@@ -175,4 +175,20 @@ ATTACKS["l01-shutdown-before-every-check"] = dict(
                                          "test-driver-tier2", "model", "test-model-short-kernel")},
     honest=WORKER | DRIVER | MODEL,
     why="not an attack: ray.shutdown() before every graded cell must cost nothing (issue 15)",
+)
+
+# 8. Not an attack: an actor method that never returns, called by the lesson's own cells ------
+
+_PROCESS = "    def process(self, batch):\n"
+_TRY_IT = ("worker = ray.remote(ImageWorker).remote()  # trying it out, as the lesson's cells do\n"
+           "ray.get(worker.process.remote(kernels.make_batch(4, device=False)))\n")
+ATTACKS["l01-hanging-actor"] = dict(
+    demos=False,
+    replace={"image_worker": cell_source(LAB, "image_worker").replace(
+        _PROCESS, _PROCESS + "        while True:  # a bug: it never returns\n            pass\n", 1)},
+    after={"image_worker": [_TRY_IT, _TRY_IT]},
+    honest=DRIVER | MODEL,
+    why="not an attack: ImageWorker.process never returns; the first cell that calls it (a demonstration, "
+        "in the actor's process) is stopped at the call deadline, every later call fails at once, and only "
+        "the worker checks are lost (issue 15: a hang costs about one deadline, not one cell limit per cell)",
 )

@@ -52,6 +52,12 @@ def variant(lab: str, dest: Path, *, replace: dict[str, str] | None = None,
     return dest
 
 
+def cell_source(lab: str, grade_id: str) -> str:
+    """The solution's source of the cell ``grade_id`` (to build a submission that edits it)."""
+    nb = nbformat.read(solution(lab), as_version=4)
+    return next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
 def graded_cells(path: Path) -> dict[str, float]:
     """grade_id -> points of every autograded test cell of a notebook."""
     nb = json.loads(path.read_text())

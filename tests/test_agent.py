@@ -51,3 +51,53 @@ def test_inside_a_grader_request_the_request_deadline_governs():
     reply = agent.execute({"name": "slow", "returns": "number", "timeout_s": 5}, None, namespace)
     assert reply == {"op": "result", "value": 1.0}
     assert not harness.armed()
+
+
+def _spinner_class():
+    class Spinner:
+        def __init__(self):
+            self.calls = 0
+
+        def spin(self):
+            while True:
+                pass
+
+        def ok(self):
+            self.calls += 1
+            return self.calls
+
+    return Spinner
+
+
+def test_a_hanging_method_of_a_learner_class_is_stopped_once_then_fails_at_once(tmp_path):
+    Spinner = _spinner_class()
+    agent.guard({"Spinner": Spinner}, ("Spinner",), 0.3, markers=str(tmp_path))
+    s = Spinner()
+    assert s.ok() == 1
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match=r"Spinner.spin ran past 0.3 s"):
+        s.spin()                       # a demonstration cell
+    assert time.perf_counter() - start < 2
+    with pytest.raises(RuntimeError, match="not run again"):
+        Spinner().spin()               # a later cell, another instance: at once
+    assert s.ok() == 2                 # the methods that work keep working
+    agent.guard({"Spinner": Spinner}, ("Spinner",), 0.3, markers=str(tmp_path))  # not wrapped twice
+    assert not hasattr(Spinner.__dict__["spin"].__wrapped__, "__wrapped__")
+
+
+def test_a_hanging_actor_method_is_stopped_inside_the_actor_for_every_actor(ray_local, tmp_path):
+    import ray
+
+    Plain, Decorated = _spinner_class(), ray.remote(_spinner_class())  # made a remote class in its own cell
+    agent.guard({"Plain": Plain, "Decorated": Decorated}, ("Plain", "Decorated"), 1.0, markers=str(tmp_path))
+    for make, name in ((ray.remote(Plain).remote, "Plain"), (Decorated.remote, "Decorated")):
+        actor = make()
+        assert ray.get(actor.ok.remote()) == 1
+        start = time.perf_counter()
+        with pytest.raises(ray.exceptions.RayTaskError, match=f"{name}.spin ran past 1 s"):
+            ray.get(actor.spin.remote(), timeout=60)
+        assert time.perf_counter() - start < 15   # the actor stopped spinning: it answers again
+        assert ray.get(actor.ok.remote(), timeout=10) == 2
+        with pytest.raises(ray.exceptions.RayTaskError, match="not run again"):
+            ray.get(make().spin.remote(), timeout=10)  # a new actor of the class fails at once
+        ray.kill(actor)

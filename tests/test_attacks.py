@@ -121,3 +121,11 @@ def test_attack_earns_no_unearned_point(graded, lab, name):
         assert flagged == 0, f"{name}: {flagged} static findings for honest code"
     elif ATTACKS[name].get("static_flag", True):
         assert flagged > 0, f"{name}: not flagged by the static check"
+
+
+@pytest.mark.slow
+def test_a_hanging_actor_costs_one_deadline_not_one_cell_limit_per_cell(graded):
+    rows, _, _ = graded("01_actor_scaling")
+    # two cells call the hanging method: at the cell limit (45 s here) each, they alone would
+    # take 90 s; with the deadline in the actor the first stops after 20 s, the second at once
+    assert int(rows["l01-hanging-actor"]["seconds"]) < 110, rows["l01-hanging-actor"]

@@ -91,9 +91,10 @@ def test_submissions_and_csv(tmp_path):
 
     out = tmp_path / "grades.csv"
     cohort.write_csv([Outcome("s1", "00_measure", [Result("a", 2, 2), Result("b", 0, 1, "why")],
-                              findings=["cell 3 (throughput), line 1: imports gc: ..."]),
+                              findings=["cell 3 (throughput), line 1: imports gc: ..."], seconds=41.6),
                       Outcome("s2", "00_measure", [], "nbgrader autograde failed: the kernel died")], out)
     rows = list(csv.DictReader(out.open()))
     assert rows[0] == {"student_id": "s1", "assignment": "00_measure", "score": "2", "max_score": "3",
-                       "status": "graded", "failed_checks": "b", "flags": "", "static_findings": "1"}
+                       "status": "graded", "failed_checks": "b", "flags": "", "static_findings": "1",
+                       "seconds": "42"}
     assert rows[1]["status"].startswith("error: nbgrader autograde failed")

@@ -37,15 +37,21 @@ def test_ungraded_cells_that_raised_are_named_graded_ones_are_not(tmp_path):
     import nbformat
 
     nb = nbformat.v4.new_notebook()
+    ray_error = ("\x1b[36mray::ImageWorker.process()\x1b[39m (pid=24847, ip=192.0.2.2)\n  File \"<cell>\", line 3\n"
+                 "RuntimeError: ImageWorker.process ran past 60 s and was stopped by the grader")
     nb.cells = [nbformat.v4.new_code_cell("x = 1"),
                 nbformat.v4.new_code_cell("\nrate = throughput(fn, 8)  # a demonstration"),
+                nbformat.v4.new_code_cell("ray.get(worker.process.remote(batch))"),
                 nbformat.v4.new_code_cell("grade('a')", metadata={"nbgrader": {"grade": True, "grade_id": "test-a"}}),
                 nbformat.v4.new_markdown_cell("prose")]
     nb.cells[1].outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="name 'throughput' is not defined")]
-    nb.cells[2].outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="too slow")]
+    nb.cells[2].outputs = [nbformat.v4.new_output("error", ename="RayTaskError(RuntimeError)", evalue=ray_error)]
+    nb.cells[3].outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="too slow")]
     nbformat.write(nb, tmp_path / "lab.ipynb")
     assert nbgrader_run.cell_errors(tmp_path) == [
-        "code cell 2 (`rate = throughput(fn, 8)  # a demonstration`): NameError: name 'throughput' is not defined"]
+        "code cell 2 (`rate = throughput(fn, 8)  # a demonstration`): NameError: name 'throughput' is not defined",
+        "code cell 3 (`ray.get(worker.process.remote(batch))`): RayTaskError(RuntimeError): "
+        "RuntimeError: ImageWorker.process ran past 60 s and was stopped by the grader"]
 
 
 def test_the_grader_reports_exactly_its_checks_and_flags_over_claims():

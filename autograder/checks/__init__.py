@@ -117,6 +117,9 @@ def ray_start(lab: str) -> str:
 
 
 def learner_names(lab: str) -> tuple[str, ...]:
-    """The learner functions a lab's grader-side checks call (its module's ``LEARNER_NAMES``)."""
+    """The learner functions and classes a lab's checks call (its module's ``LEARNER_NAMES``).
+
+    In grading, each gets a deadline after every cell (:func:`autograder.agent.guard`).
+    """
     for_lab(lab)
     return tuple(getattr(importlib.import_module(module_for(lab)), "LEARNER_NAMES", ()))

@@ -32,7 +32,7 @@ from . import register, tiers
 
 LAB = "01_actor_scaling"
 RAY = True
-LEARNER_NAMES = ("run_pool", "predict_throughput", "fit_overhead")  # functions the checks call
+LEARNER_NAMES = ("ImageWorker", "run_pool", "predict_throughput", "fit_overhead")  # what the checks call
 ANTI_PATTERN = ("this is the 'ray.get in a loop' anti-pattern (Ray docs: \"Calling ray.get in a loop "
                 "harms parallelism\"): submit work to every actor first, then collect results as they "
                 "finish with ray.wait")

@@ -43,7 +43,7 @@ from . import register
 
 LAB = "02_restart_recovery"
 RAY = True
-LEARNER_NAMES = ("recovery_latency",)  # the function the checks call (the classes are started as actors)
+LEARNER_NAMES = ("recovery_latency", "CheckpointedAccumulator", "PipelineWorker")  # what the checks call
 
 
 # --- kit steps: the kernel's side (learner classes as actors) -----------------------------------

@@ -37,7 +37,7 @@ from . import register, tiers
 LAB = "04_data_affinity"
 RAY = True
 RAY_START = "emulated_cluster"  # the kit step that starts this lab's Ray in the reference process
-LEARNER_NAMES = ("shard_nodes", "link_bytes_per_s")  # functions the checks call (the classes are built by steps)
+LEARNER_NAMES = ("shard_nodes", "TaskJob", "PinnedJob", "ResidentWorker", "link_bytes_per_s")  # what the checks call
 
 
 # ---------------------------------------------------------------- kit steps
