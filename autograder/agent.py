@@ -265,8 +265,8 @@ def _guard_class(target: type, learner_cls: type, name: str, timeout_s: float, m
         return
     for attr, fn in vars(learner_cls).items():
         if isinstance(fn, types.FunctionType) and (attr == "__init__" or not attr.startswith("__")):
-            setattr(target, attr, _guarded_method(f"{name}.{attr}", getattr(target, attr), timeout_s,
-                                                  os.path.join(markers, f"{name}.{attr}")))
+            marker = os.path.join(markers, f"{name}.{attr}.{id(learner_cls):x}")  # a class defined again starts afresh
+            setattr(target, attr, _guarded_method(f"{name}.{attr}", getattr(target, attr), timeout_s, marker))
     target.__autograder_guarded__ = True
 
 

@@ -81,6 +81,10 @@ def test_a_hanging_method_of_a_learner_class_is_stopped_once_then_fails_at_once(
     with pytest.raises(RuntimeError, match="not run again"):
         Spinner().spin()               # a later cell, another instance: at once
     assert s.ok() == 2                 # the methods that work keep working
+    Fixed = _spinner_class()           # the learner fixes the class and runs its cell again
+    Fixed.spin = lambda self: "fixed"
+    agent.guard({"Spinner": Fixed}, ("Spinner",), 0.3, markers=str(tmp_path))
+    assert Fixed().spin() == "fixed"
     agent.guard({"Spinner": Spinner}, ("Spinner",), 0.3, markers=str(tmp_path))  # not wrapped twice
     assert not hasattr(Spinner.__dict__["spin"].__wrapped__, "__wrapped__")
 
