@@ -264,6 +264,17 @@ def test_effects_never_applied_are_caught(small):
     assert re.search("effect never reached the ledger.*exactly-once broken", s.run("chaos-exactly-once").message)
 
 
+def test_a_worker_whose_every_call_fails_earns_no_exactly_once(small):
+    class Broken(Naive):  # or one that hangs and is stopped by the grader: nothing ever applied
+        def process(self, seq, seed):
+            raise RuntimeError("stopped by the grader")
+
+    s = session(PipelineWorker=ray.remote(max_restarts=-1, max_task_retries=-1)(Broken))
+    assert "completion guarantee broken" in s.run("chaos-complete").message
+    assert re.search(r"only 0 of \d+ planned kills happened and 0 of .* exactly-once was not tested",
+                     s.run("chaos-exactly-once").message)
+
+
 def test_no_restarts_is_named(small):
     cls = ray.remote(max_restarts=0, max_task_retries=-1)(ref.PipelineWorker.__ray_actor_class__)
     fails("chaos-complete", "restarts are off", PipelineWorker=cls)

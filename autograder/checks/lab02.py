@@ -463,6 +463,10 @@ def chaos_exactly_once(session):
     if bad:
         s, v = bad[0]
         raise AssertionError(f"{len(bad)} effects carry a wrong value (seq {s}: {v!r}, expected {expected[s]!r})")
+    if len(report.kills) < len(kill_at):  # a worker whose every call fails applies nothing twice, vacuously
+        raise AssertionError(f"only {len(report.kills)} of {len(kill_at)} planned kills happened and "
+                             f"{len(report.entries):,} of {n:,} effects reached the ledger: exactly-once was not "
+                             "tested under failure (process must apply each item's effect with ledger.add(seq, value))")
 
 
 def calibrate() -> list[str]:
