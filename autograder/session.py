@@ -54,7 +54,14 @@ def stashed(key: str) -> dict:
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A finite int or float: NaN compares False with everything, so it would slip past any
+    "too low" / "too high" test (JSON carries it as ``NaN``)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _is_array(v) -> bool:

@@ -131,6 +131,14 @@ def test_latency_padded_fails(ray_local):
     fails("latency-sigkill", "allowed up to", recovery_latency=padded)
 
 
+def test_latency_that_is_not_a_number_fails(ray_local):
+    def waits_then_nan(actor, kill):  # NaN slips past every "too low" / "too high" comparison
+        ref.recovery_latency(actor, kill)
+        return float("nan")
+
+    fails("latency-sigkill", "not number", recovery_latency=waits_then_nan)
+
+
 def test_latency_without_kill_fails(ray_local):
     fails("latency-raykill", "never called kill", recovery_latency=lambda actor, kill: 1.0)
 

@@ -49,7 +49,9 @@ def test_plain_accepts_only_the_kind_asked_for():
     assert plain(3, "number", "x") == 3.0
     assert plain(64, "integer", "x") == 64
     assert plain({"shape": [2], "data": [1.0, 2]}, "array", "x")["shape"] == [2]
-    for value, kind in [(True, "number"), ("1.0", "number"), (64.0, "integer"), ([1, 2], "array"),
+    for value, kind in [(True, "number"), ("1.0", "number"), (float("nan"), "number"), (float("-inf"), "number"),
+                        (10**400, "number"), ({"shape": [1], "data": [float("nan")]}, "array"),
+                        (64.0, "integer"), ([1, 2], "array"),
                         ({"shape": [3], "data": [1.0]}, "array"), ({"shape": [1], "data": ["a"]}, "array")]:
         with pytest.raises(AssertionError, match="not " + kind):
             plain(value, kind, "x")
