@@ -206,7 +206,7 @@ def whole_number(value) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value):  # ASCII only: "３" is no quantity
         return int(value)
     return None
 
@@ -287,8 +287,14 @@ def _raycluster(obj) -> None:
         _template(obj, _need(obj, g, "template", path, dict), f"{path}.template")
 
 
+# A quota's resource name: an optional requests./limits. prefix, a DNS-subdomain-style prefix
+# and a name (requests.nvidia.com/gpu, count/deployments.apps, pods); lower case, ASCII.
+RESOURCE_NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)?"
+
+
 def _quantity(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) or (
+    """A non-negative Kubernetes quantity: a number, or a string like "4", "500m", "2Gi" (ASCII)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf") or (
         isinstance(value, str) and re.fullmatch(r"[0-9]+(\.[0-9]+)?([KMGTPE]i?|[mkMGTPE])?", value) is not None)
 
 
@@ -340,7 +346,12 @@ def validate(obj) -> dict:
         _schema(obj, obj)
         _meta(obj, namespaced=kind not in ("Namespace",))
         if kind == "ResourceQuota":
-            for key in (obj.get("spec") or {}).get("hard") or {}:
+            for key, value in ((obj.get("spec") or {}).get("hard") or {}).items():
+                if not re.fullmatch(RESOURCE_NAME, key):
+                    _fail(obj, f"spec.hard.{key}", "not a resource name (lower-case, e.g. requests.cpu, pods, "
+                          f"requests.{GPU})")
+                if not _quantity(value):
+                    _fail(obj, f"spec.hard.{key}", f"not a Kubernetes quantity: {value!r} (e.g. \"4\", \"500m\", \"2Gi\")")
                 if key.endswith(GPU) and key != f"requests.{GPU}":
                     _fail(obj, f"spec.hard.{key}", f"extended resources take only the requests. prefix "
                           f"(use requests.{GPU}; kubernetes.io 'Resource Quotas')")
@@ -366,10 +377,21 @@ def by_kind(objs, kind: str) -> list[dict]:
     return [o for o in objs if isinstance(o, dict) and o.get("kind") == kind]
 
 
+def scoped(quota: dict) -> bool:
+    """Whether a ResourceQuota counts only some pods: "A quota will only measure usage for a
+    resource if it matches the intersection of enumerated scopes" (kubernetes.io, "Resource
+    Quotas", "Quota Scopes") -- so a scoped quota does not cap a whole namespace."""
+    spec = quota.get("spec") or {}
+    return bool(spec.get("scopes") or spec.get("scopeSelector"))
+
+
 def gpu_quota(objs) -> dict[str, int]:
-    """Namespace -> the ``requests.nvidia.com/gpu`` of its ResourceQuota(s) (the smallest, if several)."""
+    """Namespace -> the ``requests.nvidia.com/gpu`` of its unscoped ResourceQuota(s) (the
+    smallest, if several): the GPUs the namespace's pods may request in all."""
     out: dict[str, int] = {}
     for q in by_kind(objs, "ResourceQuota"):
+        if scoped(q):
+            continue
         value = whole_number(((q.get("spec") or {}).get("hard") or {}).get(f"requests.{GPU}"))
         if value is not None:
             ns = q["metadata"].get("namespace")

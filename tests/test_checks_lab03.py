@@ -88,10 +88,16 @@ def _typo(objs, quotas):
     objs[1]["metadatta"] = objs[1].pop("metadata")
 
 
+def _scoped(objs, quotas):  # valid on a cluster, but counts only pods with a deadline: caps no RayCluster
+    for q in k8s.by_kind(objs, "ResourceQuota"):
+        q["spec"]["scopes"] = ["Terminating"]
+
+
 @pytest.mark.parametrize("fn,check,message", [
     (_edit(_fractional), "manifests-valid", r"whole number, got '0\.5'"),
     (_edit(_typo), "manifests-valid", r"missing required field 'metadata'|metadatta"),
     (_hard_coded, "manifests-quotas", r"namespace tenant-\w has requests\.nvidia\.com/gpu \d+ .* expected \d+"),
+    (_edit(_scoped), "manifests-quotas", r"namespace tenant-a has requests\.nvidia\.com/gpu None"),
     (_edit(_too_big), "manifests-fit", r"RayCluster tenant-c/ray can hold \d+ GPUs at maxReplicas; the quota"),
     (_edit(_no_label), "manifests-fit", r"kueue\.x-k8s\.io/queue-name=None, not a LocalQueue"),
     (_edit(_no_limitrange), "manifests-gpu-limits", r"namespace tenant-a has no LimitRange"),
@@ -165,6 +171,17 @@ REQUESTS_ONLY = r'kubernetes\.io "Resource Quotas": for extended resources "only
     (lambda namespace, gpus: [ref.gpu_quota_by_hand(namespace, gpus)], r"returned list; expected a dict \(one manifest\)$"),
     (lambda namespace, gpus: k8s.to_yaml(ref.gpu_quota_by_hand(namespace, gpus)), r"returned str; expected a dict"),
     (lambda namespace, gpus: ref.gpu_quota_by_hand("team-abcde", 4), r"metadata\.namespace is 'team-abcde'"),
+    # found by an attack pass: values and keys the API server refuses, and quotas that cap nothing
+    (_hand(lambda o: o["spec"]["hard"].update({lab03.GPU_QUOTA_KEY: "\uff13"})),  # a full-width digit 3
+     r"spec\.hard\.requests\.nvidia\.com/gpu: not a Kubernetes quantity"),
+    (_hand(lambda o: o["spec"]["hard"].update({"requests.cpu": "lots"})), r"spec\.hard\.requests\.cpu: not a Kubernetes quantity"),
+    (_hand(lambda o: o["spec"]["hard"].update({"pods": -5})), r"spec\.hard\.pods: not a Kubernetes quantity"),
+    (_hand(lambda o: o["spec"]["hard"].update({"requests.NVIDIA.com/gpu": "999"})),
+     r"spec\.hard\.requests\.NVIDIA\.com/gpu: not a resource name"),
+    (_hand(lambda o: o["spec"].update(scopes=["Terminating"])), r"spec has scopes or a scopeSelector; a scoped quota"),
+    (_hand(lambda o: o["spec"].update(scopeSelector={"matchExpressions": [
+        {"scopeName": "PriorityClass", "operator": "In", "values": ["no-such-class"]}]})), r"scopeSelector"),
+    (_hand(lambda o: o.update(status={"hard": {lab03.GPU_QUOTA_KEY: "99"}})), r"has a status; Kubernetes writes"),
 ])
 def test_bad_quota_by_hand_fails_with_its_own_message(fn, message):
     r = verdict("manifest-by-hand", gpu_quota_by_hand=fn)

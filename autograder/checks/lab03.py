@@ -356,6 +356,12 @@ def _check_quota(obj, ns: str, gpus: int) -> None:
             raise AssertionError(f"{field} is {obj.get(field)!r}; expected {want!r}")
     spec = obj.get("spec")
     hard = spec.get("hard") if isinstance(spec, dict) else None
+    if "status" in obj:
+        raise AssertionError("has a status; Kubernetes writes an object's status, a manifest leaves it out")
+    if isinstance(spec, dict) and k8s.scoped(obj):
+        raise AssertionError("spec has scopes or a scopeSelector; a scoped quota counts only the pods it matches "
+                             "(kubernetes.io \"Resource Quotas\", \"Quota Scopes\"), and this one must cap every GPU "
+                             "request in the namespace")
     for key in (f"limits.{k8s.GPU}", k8s.GPU):
         if isinstance(hard, dict) and key in hard:
             raise AssertionError(f"spec.hard has {key!r}; expected {GPU_QUOTA_KEY!r} ({REQUESTS_ONLY})")
