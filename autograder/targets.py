@@ -27,8 +27,9 @@ class Lab00:
     outlier_every: int = 4                # noisy workload: every 4th call is slow ...
     outlier_factor: float = 8.0           # ... by this factor
     warmup_calls: tuple = (0.30, 0.15, 0.075)  # seconds taken by the first calls (compile, caches)
-    batch_tiers: tuple = (0.6, 0.8)       # learner's batch size: rate ≥ these × the grader's best
-    batch_rounds: int = 7                 # interleaved rounds for that comparison
+    batch_tiers: tuple = (0.6, 0.8)       # learner's batch size: rate ≥ these × the best of the grader's sweep
+    batch_rounds: int = 9                 # interleaved rounds of that sweep (every candidate each round) ...
+    batch_sweep_images: int = 2048        # ... each timing this many images (short samples were noisy)
 
 
 LAB00 = Lab00()

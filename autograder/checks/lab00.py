@@ -209,7 +209,8 @@ def measure_sweep(session: Session) -> Sweep:
     """The learner's choice, then every candidate timed by the grader in the same rounds."""
     run = KernelRun(session.seed)
     choice = _choice(session, run, KERNEL_CANDIDATES)
-    sweep = bench.interleaved({n: reference.repeat_for(run, n) for n in KERNEL_CANDIDATES}, rounds=T.batch_rounds)
+    sweep = bench.interleaved({n: reference.repeat_for(run, n, T.batch_sweep_images) for n in KERNEL_CANDIDATES},
+                              rounds=T.batch_rounds)
     return Sweep(choice, {n: m.rate for n, m in sweep.items()})
 
 
