@@ -10,13 +10,23 @@ everything else a submission scores is unearned. ``tests/test_attacks.py`` grade
 all through the real grader and real nbgrader.
 
 Where a learner function must answer the seeded cost model (``batch-model``) but should not
-collect the real-kernel tiers by luck (on a 2-core CPU every batch size runs within ~0.75x of
-the best, so *any* constant may reach a tier), it answers its first call only -- the
+collect the real-kernel tiers by luck (on a 2-core CPU the mid and large batch sizes all run
+near the best, so a constant may reach a tier), it answers its first call only -- the
 ``batch-model`` cell comes first -- and raises afterwards.
 
 The grading environment fixes ``AUTOGRADER_SEED`` to :data:`SEED`, as an instructor does for
 reproducible grades (README), so that the typed-in answers below are the ones a learner
 would have read in an earlier graded run's feedback.
+
+Known hole, open (issue 11), tested cheaply in ``tests/test_install.py`` instead of graded here:
+the kit ships its reference solutions, so ``from autograder.reference import lab00`` in a blank
+lab and submitting them as one's own earns full marks until learners get a bundle without them.
+
+Known limit, by design (not graded here; it was a strict xfail that cost a grading per CI run):
+a throughput that never synchronises, plus ``course.backend.defer`` made synchronous in the
+notebook, passes ``throughput-sync``. Deferral and sync are the kernel's (``course.backend``),
+and a notebook whose launches are synchronous measures them correctly: the check cannot tell
+it from syncing after every call.
 """
 
 from __future__ import annotations
@@ -244,16 +254,6 @@ if os.environ.get("AUTOGRADER_ENDPOINT"):  # the grader's socket and key are in 
         "would patch the grader, verdicts and results claimed out of turn",
 )
 
-ATTACKS["answer-key-import"] = _blank(
-    replace={
-        "throughput": "from autograder.reference import lab00 as _answers\n\nthroughput = _answers.throughput",
-        "best_batch_size": "best_batch_size = _answers.best_batch_size",
-    },
-    honest=set(),
-    why="the kit ships the reference solutions (autograder.reference.lab00): submit them as one's own",
-    open_issue="issue 11: the student bundle leaves solutions and references out of the learner's install",
-)
-
 # 3. Oracles and forged evidence ------------------------------------------------------------
 
 ORACLE = '''
@@ -297,38 +297,29 @@ ATTACKS["oracle-and-forged-objects"] = _blank(
         "frames) and forged values (__float__, __eq__/__ne__, __index__, an ndarray subclass)",
 )
 
-ATTACKS["seed-from-env"] = _blank(
-    after={"setup": [REPLAY + '''
-import os
-SECONDS, BEST = replay(int(os.environ["AUTOGRADER_SEED"]))  # the grader's seed, inherited by the kernel
-''']},
-    replace={
-        "throughput": RUNS_THEN_ANSWERS.replace("ANSWER(fn, items)", "items / SECONDS[items]"),
-        "best_batch_size": FIRST_CALL_ONLY.replace("FIRST_ANSWER(run, candidates)", "BEST"),
-    },
-    honest=set(),
-    why="replay the grader's random draws from AUTOGRADER_SEED, which the kernel inherits",
-)
-
-ATTACKS["seed-from-message"] = _blank(
+ATTACKS["seed-from-env-or-message"] = _blank(
     after={"setup": [REPLAY]},
     replace={
         "throughput": RUNS_THEN_ANSWERS.replace("ANSWER(fn, items)", "1.0") + '''
+import os
 import re
-try:  # sacrifice one check: its failure message names the seed
-    if hasattr(autograder, "grade"):
-        autograder.grade("throughput-known-cost")
-    else:
-        from autograder.checks import lab00
-        lab00.throughput_known_cost(throughput)
-except AssertionError as failure:
-    SECONDS, BEST = replay(int(re.search(r"seed (\\d+)", str(failure)).group(1)))
+try:  # the grader's seed, if the kernel inherited AUTOGRADER_SEED
+    SECONDS, BEST = replay(int(os.environ["AUTOGRADER_SEED"]))
+except (KeyError, ValueError):
+    try:  # else sacrifice one check: its failure message may name the seed
+        if hasattr(autograder, "grade"):
+            autograder.grade("throughput-known-cost")
+        else:
+            from autograder.checks import lab00
+            lab00.throughput_known_cost(throughput)
+    except AssertionError as failure:
+        SECONDS, BEST = replay(int(re.search(r"seed (\\d+)", str(failure)).group(1)))
 ''' + RUNS_THEN_ANSWERS.replace("ANSWER(fn, items)", "items / SECONDS[items]"),
         "best_batch_size": FIRST_CALL_ONLY.replace("FIRST_ANSWER(run, candidates)", "BEST"),
     },
     honest=set(),
-    why="ask for one check early with a wrong answer, read the seed in its failure message, "
-        "replay the grader's draws for the others",
+    why="replay the grader's random draws from AUTOGRADER_SEED if the kernel inherits it, else from "
+        "the seed named in a check's failure message (asked for early with a wrong answer)",
 )
 
 ATTACKS["typed-in-from-feedback"] = _blank(
@@ -345,32 +336,6 @@ ATTACKS["typed-in-from-feedback"] = _blank(
     why="typed-in numbers and a ray.put of a precomputed array, for the course's fixed "
         "AUTOGRADER_SEED (as read in an earlier run's feedback)",
     static_flag=False,  # plain numbers: nothing a static check can see; the fresh seeds do the work
-)
-
-# 4. Partly honest work plus one patch ------------------------------------------------------
-
-NO_SYNC_THROUGHPUT = '''
-def throughput(fn, items, *, warmup=2, repeats=7):
-    """Warm-up and median, but the clock never waits for asynchronous work."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return items / statistics.median(times)
-'''
-
-ATTACKS["partly-honest-defer"] = _blank(
-    after={"setup": ["backend.defer = lambda work: work()  # an 'asynchronous launch' now finishes at once"]},
-    replace={"throughput": NO_SYNC_THROUGHPUT, "submit_batch": SOLUTION["submit_batch"]},
-    honest={"throughput-known-cost", "throughput-warmup", "throughput-outliers", "ray-task"},
-    why="a throughput that never synchronises, plus course.backend.defer made synchronous so the "
-        "asynchronous workload cannot catch it",
-    open_issue="by design for now: deferral and sync are the kernel's (course.backend), so a notebook that "
-               "makes launches synchronous measures them correctly; the sync check cannot tell it from "
-               "syncing after every call",
 )
 
 # 5. Beyond the kernel: nbgrader, the gradebook, the results file ---------------------------

@@ -183,12 +183,12 @@ _PROCESS = "    def process(self, batch):\n"
 _TRY_IT = ("worker = ray.remote(ImageWorker).remote()  # trying it out, as the lesson's cells do\n"
            "ray.get(worker.process.remote(kernels.make_batch(4, device=False)))\n")
 ATTACKS["l01-hanging-actor"] = dict(
-    demos=False,
+    base=released(LAB), demos=False,  # the rest blank: the hang is what is timed
     replace={"image_worker": cell_source(LAB, "image_worker").replace(
         _PROCESS, _PROCESS + "        while True:  # a bug: it never returns\n            pass\n", 1)},
     after={"image_worker": [_TRY_IT, _TRY_IT]},
-    honest=DRIVER | MODEL,
-    why="not an attack: ImageWorker.process never returns; the first cell that calls it (a demonstration, "
-        "in the actor's process) is stopped at the call deadline, every later call fails at once, and only "
-        "the worker checks are lost (issue 15: a hang costs about one deadline, not one cell limit per cell)",
+    honest=set(),
+    why="not an attack: ImageWorker.process never returns; the first cell that calls it (in the actor's "
+        "process) is stopped at the call deadline, every later call fails at once, and the worker checks fail "
+        "with the reason (issue 15: a hang costs about one deadline, not one cell limit per cell)",
 )

@@ -128,4 +128,5 @@ def test_a_hanging_actor_costs_one_deadline_not_one_cell_limit_per_cell(graded):
     rows, _, _ = graded("01_actor_scaling")
     # two cells call the hanging method: at the cell limit (45 s here) each, they alone would
     # take 90 s; with the deadline in the actor the first stops after 20 s, the second at once
-    assert int(rows["l01-hanging-actor"]["seconds"]) < 110, rows["l01-hanging-actor"]
+    # (the rest of this submission is the blank lab, ≈ 30 s)
+    assert int(rows["l01-hanging-actor"]["seconds"]) < 90, rows["l01-hanging-actor"]

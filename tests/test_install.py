@@ -1,6 +1,9 @@
 """The one install: pyproject.toml and environment.yml agree; nbgrader is configured."""
 
 import re
+
+import pytest
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -42,3 +45,14 @@ def test_readme_and_ci_run_the_same_test_command():
     for command in ('python -m pip install -e ".[test]"', "python -m pytest"):
         assert command in readme
     assert "python -m pytest" in ci and '-e ".[test]"' in ci
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11: the student bundle leaves solutions and references out of "
+                                       "the learner's install; today the one install ships them")
+def test_the_learners_install_has_no_answer_keys():
+    """A learner's kernel imports what the learner's install holds: with the reference solutions
+    there, a blank lab that submits ``autograder.reference.lab00``'s functions earns full marks
+    (graded through nbgrader by earlier sessions' attack corpus)."""
+    import importlib.util
+
+    assert importlib.util.find_spec("autograder.reference") is None

@@ -113,6 +113,7 @@ def test_check_runs_through_the_interpreter_without_its_bin_on_path(tmp_path):
                           text=True, timeout=600, cwd=tmp_path)
     report = json.loads(proc.stdout)
     assert proc.returncode == 0 and report["error"] == "", proc.stderr[-2000:]
+    assert report["score"] == 0 and report["max_score"] == 14  # the blank lab 00 earns nothing
     assert report["score"] == 0 and report["max_score"] == 14
 
 
