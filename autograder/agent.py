@@ -183,14 +183,25 @@ def _then_ray_get(value, what: str, timeout_s: float):
     return harness.call(ray.get, value, what=f"ray.get on the result of {what}", timeout_s=timeout_s)
 
 
+def _stopped_before(what: str, timeout_s: float) -> RuntimeError:
+    """What a later call of learner code that already hung raises, at once."""
+    return RuntimeError(f"{what} was stopped by the grader after running past {timeout_s:g} s; "
+                        "it is not run again (fix it and re-run its cell)")
+
+
+def _stopped_now(what: str, timeout_s: float) -> RuntimeError:
+    """What the call of learner code that just ran past its deadline raises."""
+    return RuntimeError(f"{what} ran past {timeout_s:g} s and was stopped by the grader; "
+                        "it is not run again (fix it and re-run its cell)")
+
+
 def _stop_hung(namespace: dict, name: str, timeout_s: float) -> None:
     """After a hang, later cells calling ``name`` fail at once instead of hanging again."""
     if name.startswith("kit."):
         return
 
     def stopped(*args, **kwargs):  # noqa: ARG001
-        raise RuntimeError(f"{name} was stopped by the grader after running past {timeout_s:g} s; "
-                           "it is not run again (fix it and re-run its cell)")
+        raise _stopped_before(name, timeout_s)
 
     stopped.__autograder_guarded__ = True
     namespace[name] = stopped
@@ -208,8 +219,7 @@ def _guarded(namespace: dict, name: str, fn, timeout_s: float):
                 return fn(*args, **kwargs)
         except harness.Deadline:
             _stop_hung(namespace, name, timeout_s)
-            raise RuntimeError(f"{name} ran past {timeout_s:g} s and was stopped by the grader; "
-                               "it is not run again (fix it and re-run its cell)") from None
+            raise _stopped_now(name, timeout_s) from None
 
     guarded.__autograder_guarded__ = True
     return guarded
@@ -226,8 +236,7 @@ def _guarded_method(what: str, fn, timeout_s: float, marker: str):
     @functools.wraps(fn)
     def guarded(*args, **kwargs):
         if os.path.exists(marker):
-            raise RuntimeError(f"{what} was stopped by the grader after running past {timeout_s:g} s; "
-                               "it is not run again (fix it and re-run its cell)")
+            raise _stopped_before(what, timeout_s)
         try:
             if harness.armed():  # a grader's request in the kernel: its deadline governs
                 return fn(*args, **kwargs)
@@ -239,8 +248,7 @@ def _guarded_method(what: str, fn, timeout_s: float, marker: str):
                 pass
             if harness.armed():
                 raise
-            raise RuntimeError(f"{what} ran past {timeout_s:g} s and was stopped by the grader; "
-                               "it is not run again (fix it and re-run its cell)") from None
+            raise _stopped_now(what, timeout_s) from None
 
     guarded.__autograder_guarded__ = True
     return guarded

@@ -112,11 +112,16 @@ def memo(cache: dict, key, measure):
     return cache[key]
 
 
+def uncoloured(text: str) -> str:
+    """``text`` without terminal colour codes (Ray colours its messages)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
 def _one_line(exc: BaseException) -> str:
     cause = getattr(exc, "cause", None)  # a Ray task's error: what the task raised, not Ray's header
     if isinstance(cause, BaseException) and cause is not exc:
         return f"{type(exc).__name__} from {_one_line(cause)}"
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines()  # Ray colours its messages
+    text = uncoloured(str(exc)).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 

@@ -16,7 +16,6 @@ import hashlib
 import importlib
 import json
 import os
-import re
 import sqlite3
 import subprocess
 import sys
@@ -191,7 +190,9 @@ def cell_errors(autograded: Path) -> list[str]:
 def _error_value(output: dict) -> str:
     """An error output's message in one line: its first, or for a Ray task's error (whose
     first line is Ray's header, the failing task and its pid) the cause's, which comes last."""
-    lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", output.get("evalue") or "").splitlines() if ln.strip()]
+    from .harness import uncoloured
+
+    lines = [ln for ln in uncoloured(output.get("evalue") or "").splitlines() if ln.strip()]
     if not lines:
         return ""
     return lines[-1].strip() if str(output.get("ename", "")).startswith("RayTaskError") else lines[0].strip()
