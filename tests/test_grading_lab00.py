@@ -12,7 +12,7 @@ import pytest
 from autograder import cli, cohort, nbgrader_run
 from notebooks import make_course, released, submit, variant
 
-pytestmark = pytest.mark.timeout(1800)  # the module fixture grades six submissions
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # the module fixture grades six submissions
 
 LAB = "00_measure"
 SEED = "12345"

@@ -58,6 +58,7 @@ def test_labs_are_generated_from_solutions(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.grading
 @pytest.mark.parametrize("lab", THROUGH_NBGRADER)
 def test_solution_gets_full_marks(lab):
     notebook = solution(lab)
@@ -70,6 +71,7 @@ def test_solution_gets_full_marks(lab):
 
 
 @pytest.mark.slow
+@pytest.mark.grading
 @pytest.mark.parametrize("lab", THROUGH_NBGRADER)
 def test_blank_lab_gets_zero(lab, tmp_path):
     # the learner's copy without its demonstration cells: they earn nothing either way, and

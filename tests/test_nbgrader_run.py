@@ -103,6 +103,7 @@ def test_a_fixed_seed_is_per_student(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.grading
 def test_check_runs_through_the_interpreter_without_its_bin_on_path(tmp_path):
     """An IDE or cron job runs /path/to/venv/bin/python directly: nbgrader must still find alembic."""
     blank = variant("00_measure", tmp_path / "00_measure.ipynb", base=released("00_measure"), demos=False)
