@@ -56,11 +56,14 @@ def grade(name: str) -> None:
     _grade(name)
 
 
-def check(name: str | None = None, *, lab: str | None = None, namespace: dict | None = None) -> float:
+def check(name: str | None = None, *, lab: str | None = None, namespace: dict | None = None,
+          as_json: bool = False) -> float:
     """Run this lab's checks (or the one called ``name``) on the notebook's own objects.
 
-    Prints one line per check and a last line ``score: X/Y``; returns the score. The
-    learner's objects are looked up by name in ``namespace`` (default: the notebook's globals).
+    Prints one line per check and a last line ``score: X/Y`` (JSON with ``as_json``); returns
+    the score. The learner's objects are looked up by name in ``namespace`` (default: the
+    notebook's globals). In a student bundle, checks that need the reference are listed as
+    measured only by the instructor's grading.
     """
     import __main__
 
@@ -78,4 +81,4 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
         checks = {name: checks[name]}
     namespace = vars(__main__) if namespace is None else namespace
     session = local(lab, namespace)
-    return print_report([session.run(c.name) for c in checks.values()])
+    return print_report([session.run(c.name) for c in checks.values()], as_json=as_json)

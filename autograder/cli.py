@@ -1,4 +1,4 @@
-"""Command line: ``python -m autograder check | grade | calibrate``.
+"""Command line: ``python -m autograder check | grade | release | calibrate``.
 
 Exit codes: 0 graded (whatever the score); 1 grading itself failed for a notebook or for
 at least one submission (the report and CSV say which and why); 2 usage or set-up error.
@@ -40,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--csv", type=Path, help="where to write scores (default COURSE_DIR/grades.csv)")
     limits(g)
 
+    r = sub.add_parser("release", help="write the student bundle: learner notebooks, course/, no answers")
+    r.add_argument("dest", type=Path, help="a new or empty folder")
+
     k = sub.add_parser("calibrate", help="can each tier tell the reference from a degraded copy on this machine?",
                        epilog="Exit code 1 when a tier did not separate the reference from its degraded copy.")
     k.add_argument("lab", nargs="?")
@@ -58,10 +61,20 @@ def main(argv: list[str] | None = None) -> int:
             from . import selfcheck
 
             return selfcheck.run(args.notebook, args.lab, as_json=args.json, verbose=args.verbose, **lim)
+        if args.command in ("grade", "calibrate", "release"):
+            from .selfcheck import answer_keys
+
+            if not answer_keys():
+                raise SetupError(f"this is a student bundle: `{args.command}` needs the instructor's kit "
+                                 "(the repository, with solutions/ and autograder/reference/)")
         if args.command == "grade":
             from . import cohort
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, **lim)
+        if args.command == "release":
+            from . import release
+
+            return release.run(args.dest)
         from . import calibrate
 
         return calibrate.run(args.lab, runs=args.runs, as_json=args.json)

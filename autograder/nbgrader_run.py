@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .processes import Leftovers, not_ray, run_watched
-from .report import Result
+from .report import Result, total
 
 KIT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CELL_TIMEOUT_S = 240
@@ -66,11 +66,11 @@ class Outcome:
 
     @property
     def score(self) -> float:
-        return sum(r.score for r in self.results)
+        return total(self.results)[0]
 
     @property
     def max_score(self) -> float:
-        return sum(r.max_score for r in self.results)
+        return total(self.results)[1]
 
 
 # Ray's C++ core writes warnings straight to file descriptor 2. By default ipykernel forwards

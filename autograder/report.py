@@ -14,6 +14,7 @@ class Result:
     score: float
     max_score: float
     message: str = ""
+    skipped: bool = False  # not measured here: only the instructor's grading can (a student bundle)
 
     @property
     def passed(self) -> bool:
@@ -21,14 +22,18 @@ class Result:
 
 
 def line(r: Result) -> str:
-    """``PASS name  2/2`` or ``FAIL name  0/2  reason``."""
+    """``PASS name  2/2``, ``FAIL name  0/2  reason`` or ``SKIP name  -/2  reason``."""
+    if r.skipped:
+        return f"SKIP {r.name:<28} -/{r.max_score:g}  {r.message}"
     mark = "PASS" if r.passed else ("PART" if r.score > 0 else "FAIL")
     text = f"{mark} {r.name:<28} {r.score:g}/{r.max_score:g}"
     return f"{text}  {r.message}" if r.message else text
 
 
 def total(results: list[Result]) -> tuple[float, float]:
-    return sum(r.score for r in results), sum(r.max_score for r in results)
+    """Score and maximum over the checks measured here (skipped ones count in neither)."""
+    measured = [r for r in results if not r.skipped]
+    return sum(r.score for r in measured), sum(r.max_score for r in measured)
 
 
 def print_report(results: list[Result], *, as_json: bool = False, extra: dict | None = None) -> float:
@@ -40,5 +45,8 @@ def print_report(results: list[Result], *, as_json: bool = False, extra: dict | 
     else:
         for r in results:
             print(line(r))
-        print(f"score: {score:g}/{max_score:g}")
+        skipped = [r for r in results if r.skipped]
+        rest = (f" (and {sum(r.max_score for r in skipped):g} points in {len(skipped)} checks that only "
+                "your instructor's grading measures)") if skipped else ""
+        print(f"score: {score:g}/{max_score:g}{rest}")
     return score

@@ -3,10 +3,15 @@
 Builds a throw-away nbgrader course whose source is the kit's own ``solutions/`` (so the
 hidden tests are the real ones), puts the notebook in as the only submission, and runs real
 ``nbgrader autograde`` on it. Self-check and instructor grading therefore cannot disagree.
+A student bundle has no ``solutions/``: there the notebook is run in a kernel and checked
+there (:mod:`autograder.kernel_check`), without the checks only the instructor's grading can run.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import pkgutil
 import shutil
 import sys
 import tempfile
@@ -19,9 +24,20 @@ from .report import print_report
 STUDENT = "learner"
 
 
+def answer_keys(root: Path = KIT_ROOT) -> bool:
+    """Whether this install is the instructor's kit (hidden tests in ``solutions/``, reference
+    implementations), not a student bundle (``python -m autograder release``)."""
+    return (root / "solutions").is_dir() and importlib.util.find_spec("autograder.reference") is not None
+
+
 def labs(root: Path = KIT_ROOT) -> list[str]:
-    """The lab ids the kit ships (folders of ``solutions/``)."""
-    return sorted(p.name for p in (root / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    """The lab ids the kit ships: folders of ``solutions/``, or in a bundle its checks' labs."""
+    if (root / "solutions").is_dir():
+        return sorted(p.name for p in (root / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    from . import checks
+
+    mods = (m.name for m in pkgutil.iter_modules(checks.__path__) if m.name.startswith("lab"))
+    return sorted(importlib.import_module(f"{checks.__name__}.{m}").LAB for m in mods)
 
 
 def lab_of(notebook: Path, lab: str | None) -> str:
@@ -41,6 +57,10 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
     if not notebook.is_file():
         raise SetupError(f"no such notebook: {notebook}")
     lab = lab_of(notebook, lab)
+    if not answer_keys():
+        from .kernel_check import grade_in_kernel
+
+        return grade_in_kernel(notebook, lab, **limits)
     with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
         course = Path(tmp)
         shutil.copy(KIT_ROOT / "nbgrader_config.py", course)
@@ -56,6 +76,9 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
         **limits) -> int:
     """Print the report; exit code 0 when graded, 1 when grading itself failed."""
     outcome = grade_notebook(notebook, lab, **limits)
+    if not answer_keys() and not as_json:
+        print("student bundle: your notebook ran in its own kernel and was checked there; checks that "
+              "need the reference solutions are SKIP (your instructor's grading measures them)")
     if verbose:
         print(outcome.log, file=sys.stderr)
     if outcome.error and not as_json:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .channel import ProtocolError, peer_pid, recv, send
+from .reference_process import InstructorOnly
 from .report import Result
 from .targets import call_timeout_s
 
@@ -322,6 +323,10 @@ class Session:
             except AssertionError as exc:
                 result = Result(name, 0.0, check.points, str(exc).strip().splitlines()[0][:500]
                                 if str(exc).strip() else "failed")
+            except InstructorOnly:
+                result = Result(name, 0.0, check.points, "measured only by your instructor's grading "
+                                "(it runs the reference side by side; this student install has none)",
+                                skipped=True)
             except Exception as exc:  # a grader bug: the submission must not gain or crash from it
                 result = Result(name, 0.0, check.points, f"the grader could not finish this check "
                                 f"({type(exc).__name__}: {exc}); please report it")

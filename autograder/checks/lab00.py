@@ -26,7 +26,7 @@ import numpy as np
 
 from course import backend, bench, kernels
 
-from ..reference import lab00 as reference
+from ..reference_process import namespace
 from ..session import Callback, Session
 from ..targets import LAB00 as T
 from . import register, tiers
@@ -207,9 +207,10 @@ class Sweep:
 
 def measure_sweep(session: Session) -> Sweep:
     """The learner's choice, then every candidate timed by the grader in the same rounds."""
+    repeat_for = namespace(LAB)["repeat_for"]  # the reference's timing loop (InstructorOnly in a bundle)
     run = KernelRun(session.seed)
     choice = _choice(session, run, KERNEL_CANDIDATES)
-    sweep = bench.interleaved({n: reference.repeat_for(run, n, T.batch_sweep_images) for n in KERNEL_CANDIDATES},
+    sweep = bench.interleaved({n: repeat_for(run, n, T.batch_sweep_images) for n in KERNEL_CANDIDATES},
                               rounds=T.batch_rounds)
     return Sweep(choice, {n: m.rate for n, m in sweep.items()})
 
@@ -236,5 +237,5 @@ def ray_task(session):
 def calibrate() -> list[str]:
     """The reference's error on a known-cost workload (the batch tiers are in calibrate's table)."""
     workload = _workload(Session(LAB), 1)
-    error = reference.throughput(workload, workload.items) / workload.true_rate() - 1
+    error = namespace(LAB)["throughput"](workload, workload.items) / workload.true_rate() - 1
     return [f"reference throughput on a known-cost workload: {error:+.1%} (allowed ±{T.rel_tolerance:.0%})"]
