@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 # Quiet before Ray is imported: no usage-stats prompt, no deduplication banners.
@@ -22,6 +23,7 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 import ray  # noqa: E402
 
+NOSET_CUDA_VISIBLE_DEVICES = "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"
 DEFAULT_OBJECT_STORE_MB = 512  # small: fits Colab's /dev/shm and 2-core CI machines
 
 
@@ -109,7 +111,9 @@ def start(
     """Connect to Ray, starting a quiet local instance if needed, and describe it.
 
     ``num_gpus`` may exceed the GPUs present: Ray then schedules *logical* GPUs (an
-    accounting fiction that lets scheduling lessons run at fleet size on one machine).
+    accounting fiction that lets scheduling lessons run at fleet size on one machine). Where
+    ``CUDA_VISIBLE_DEVICES`` lists fewer devices (a Colab GPU runtime lists one), see
+    :func:`_logical_gpus`.
     ``dashboard=True`` starts the dashboard process, which Ray's state API needs (~2 s more).
 
     Calling it again is cheap. If Ray is already running locally without the requested
@@ -138,16 +142,47 @@ def start(
         # address="local": always a fresh instance. A bare ray.init() would join whatever
         # cluster /tmp/ray/ray_current_cluster names -- and ray.cluster_utils.Cluster (an
         # emulated cluster in another notebook or test) writes that file.
-        ray.init(
-            address="local",
-            num_cpus=num_cpus,
-            num_gpus=num_gpus,
-            resources=resources or None,
-            object_store_memory=object_store_mb * 2**20,
-            **kwargs,
-        )
+        with _logical_gpus(num_gpus) as runtime_env:
+            ray.init(
+                address="local",
+                num_cpus=num_cpus,
+                num_gpus=num_gpus,
+                resources=resources or None,
+                object_store_memory=object_store_mb * 2**20,
+                runtime_env=runtime_env,
+                **kwargs,
+            )
         _started_with = {"dashboard": dashboard}
     return _info()
+
+
+@contextmanager
+def _logical_gpus(num_gpus: int | None):
+    """Let a local Ray count more GPUs than ``CUDA_VISIBLE_DEVICES`` lists; yield the job's runtime_env.
+
+    Ray refuses to start a node with more GPUs than that variable names (``ray.init(num_gpus=16)``
+    with ``CUDA_VISIBLE_DEVICES=0``: "Attempting to start raylet with 16 GPU"). Logical GPUs are
+    only counted, so for such a start the variable is hidden from ``ray.init`` and given back to
+    every worker through the job's ``runtime_env``, with ``RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES``
+    (Ray's GPU docs) so that Ray does not rewrite it to a logical id: every task and actor then
+    sees the real device(s) the driver sees, whichever of the logical GPUs it holds.
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = [d for d in (visible or "").split(",") if d.strip()]
+    if num_gpus is None or visible is None or num_gpus <= len(devices):
+        yield None
+        return
+    env = {"CUDA_VISIBLE_DEVICES": visible, NOSET_CUDA_VISIBLE_DEVICES: "1"}
+    saved = os.environ.pop("CUDA_VISIBLE_DEVICES"), os.environ.get(NOSET_CUDA_VISIBLE_DEVICES)
+    os.environ[NOSET_CUDA_VISIBLE_DEVICES] = "1"  # the raylet, and the workers it starts, inherit it
+    try:
+        yield {"env_vars": env}
+    finally:
+        os.environ["CUDA_VISIBLE_DEVICES"] = saved[0]
+        if saved[1] is None:
+            del os.environ[NOSET_CUDA_VISIBLE_DEVICES]
+        else:
+            os.environ[NOSET_CUDA_VISIBLE_DEVICES] = saved[1]
 
 
 def stop() -> None:

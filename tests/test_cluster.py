@@ -1,5 +1,8 @@
 """Ray start-up: quiet, idempotent, and safe after a learner's own shutdown."""
 
+import os
+
+import pytest
 import ray
 
 from course import cluster
@@ -39,3 +42,50 @@ def test_learners_own_ray_init_is_kept(ray_local):
     info = cluster.start()  # no request: the learner's Ray is used as it is
     assert info.cpus == 1
     assert cluster.start(num_cpus=2).cpus == 2  # a request it cannot meet: restarted locally
+
+
+def _setup_cells(lab: str) -> list[str]:
+    """A learner copy's code cells up to the one that starts Ray (its setup)."""
+    import nbformat
+
+    from notebooks import released
+
+    cells = [c.source for c in nbformat.read(released(lab), as_version=4).cells if c.cell_type == "code"]
+    first = next(i for i, src in enumerate(cells) if ".start(" in src)
+    return cells[: first + 1]
+
+
+PROBE = """import os, ray
+@ray.remote(num_gpus=1, num_cpus=0)
+def visible():
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+print("GPU", ray.cluster_resources().get("GPU", 0), ray.get(visible.remote()))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab, gpus", [("01_actor_scaling", 8), ("03_quotas", 16)])
+def test_a_labs_setup_starts_with_one_visible_gpu(lab, gpus, tmp_path):
+    """A Colab GPU runtime lists one device in CUDA_VISIBLE_DEVICES, and labs 01 and 03 ask Ray
+    for more (logical) GPUs, which Ray alone refuses ("Attempting to start raylet with 16 GPU").
+    Their setup cells start there, and a task holding a logical GPU sees the one real device.
+    (Labs 00, 02 and 04 ask Ray for no GPUs beyond what it detects: nothing to refuse.)
+    On this CPU machine lab 01 counts logical GPUs too (on a GPU it counts the real ones)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in _setup_cells(lab) + [PROBE]])
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(tmp_path)}}).execute(
+        env={**env, "CUDA_VISIBLE_DEVICES": "0"})
+    _, count, seen = "".join(o.get("text", "") for o in nb.cells[-1].outputs).split()
+    assert float(count) == gpus and seen == "0"
+
+
+def test_logical_gpus_are_left_alone_when_the_devices_suffice(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    with cluster._logical_gpus(2) as runtime_env:
+        assert runtime_env is None
+    with cluster._logical_gpus(16) as runtime_env:
+        assert runtime_env["env_vars"]["CUDA_VISIBLE_DEVICES"] == "0,1" and "CUDA_VISIBLE_DEVICES" not in os.environ
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1" and cluster.NOSET_CUDA_VISIBLE_DEVICES not in os.environ
