@@ -323,10 +323,11 @@ class Session:
             except AssertionError as exc:
                 result = Result(name, 0.0, check.points, str(exc).strip().splitlines()[0][:500]
                                 if str(exc).strip() else "failed")
-            except InstructorOnly:
-                result = Result(name, 0.0, check.points, "measured only by your instructor's grading "
-                                "(it runs the reference side by side; this student install has none)",
-                                skipped=True)
+            except InstructorOnly as exc:  # grading: the kit lost its references, a grader fault, never a skip
+                result = (Result(name, 0.0, check.points, f"the grader could not finish this check ({exc}); please "
+                                 "report it") if self._grading else
+                          Result(name, 0.0, check.points, "measured only by your instructor's grading (it runs the "
+                                 "reference side by side; this student install has none)", skipped=True))
             except Exception as exc:  # a grader bug: the submission must not gain or crash from it
                 result = Result(name, 0.0, check.points, f"the grader could not finish this check "
                                 f"({type(exc).__name__}: {exc}); please report it")

@@ -181,3 +181,22 @@ def test_side_by_side_stops_early_only_after_two_slow_rounds():
     slow = _rounds([10.0] * 10)
     r = s.side_by_side(slow, _rounds([1.0] * 10), rounds=4, stop_below=0.2)
     assert slow.calls == 2 and r.ratio == pytest.approx(0.1)
+
+
+def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_grading(monkeypatch):
+    """In a student bundle a check that needs the reference is SKIP, counted apart; while grading
+    the same fault costs the check its points (a kit whose references vanished is not a skip)."""
+    from autograder import reference_process
+    from autograder.report import total
+    from autograder.session import Session
+
+    def missing(lab):
+        raise reference_process.InstructorOnly("autograder.reference.lab00 is not in this install")
+
+    monkeypatch.setattr("autograder.checks.lab00.namespace", missing)
+    local = Session("00_measure").run("batch-real-tier1")
+    assert local.skipped and total([local]) == (0, 0) and "instructor" in local.message
+    grading = Session("00_measure")
+    grading._grading = True
+    result = grading.run("batch-real-tier1")
+    assert not result.skipped and result.max_score == 1 and result.score == 0 and total([result]) == (0, 1)
