@@ -1,4 +1,4 @@
-"""Command line: ``python -m autograder check | grade | release | calibrate``.
+"""Command line: ``python -m autograder check | grade | release | colab | calibrate``.
 
 Exit codes: 0 graded (whatever the score); 1 grading itself failed for a notebook or for
 at least one submission (the report and CSV say which and why); 2 usage or set-up error.
@@ -43,6 +43,8 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("release", help="write the student bundle: learner notebooks, course/, no answers")
     r.add_argument("dest", type=Path, help="a new or empty folder")
 
+    sub.add_parser("colab", help="write each lab's setup cell and Colab badge from pyproject's [tool.course-kit]")
+
     k = sub.add_parser("calibrate", help="can each tier tell the reference from a degraded copy on this machine?",
                        epilog="Exit code 1 when a tier did not separate the reference from its degraded copy.")
     k.add_argument("lab", nargs="?")
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             from . import selfcheck
 
             return selfcheck.run(args.notebook, args.lab, as_json=args.json, verbose=args.verbose, **lim)
-        if args.command in ("grade", "calibrate", "release"):
+        if args.command in ("grade", "calibrate", "release", "colab"):
             from .selfcheck import answer_keys
 
             if not answer_keys():
@@ -71,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             from . import cohort
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, **lim)
+        if args.command == "colab":
+            from . import colab
+
+            return colab.run()
         if args.command == "release":
             from . import release
 

@@ -34,10 +34,10 @@ def test_test_cells_match_registered_checks(lab):
 
 
 @pytest.mark.parametrize("lab", LABS)
-def test_first_cell_is_locked_and_begins_grading(lab):
+def test_the_setup_cells_are_locked_and_the_second_begins_grading(lab):
     nb = json.loads(solution(lab).read_text())
-    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    assert first["metadata"]["nbgrader"]["locked"]
+    install, first = [c for c in nb["cells"] if c["cell_type"] == "code"][:2]
+    assert install["metadata"]["nbgrader"]["locked"] and first["metadata"]["nbgrader"]["locked"]
     assert f'autograder.begin("{lab}")' in "".join(first["source"])
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli, release
+from autograder import cli, colab, release
 from autograder.nbgrader_run import SetupError
 from notebooks import ROOT, released, solution
 
@@ -76,8 +76,9 @@ def test_release_refuses_a_folder_that_is_not_empty_and_labs_with_solutions(bund
 
 @pytest.mark.slow
 def test_the_bundle_installs_in_a_fresh_venv_and_self_checks_lab00(bundle, tmp_path):
-    """pip installs the bundle into a new venv (its dependencies from this environment's
-    site-packages, added by a .pth file, so nothing is downloaded but the build backend); that
+    """A lab's setup cell installs the bundle into a new venv (its dependencies from this
+    environment's site-packages, added by a .pth file, so nothing is downloaded but the build
+    backend); that
     install has no reference solutions, and ``python -m autograder check`` runs lab 00 there:
     the solution passes every check it can run, names the two only grading measures, and the
     learner's copy as shipped scores 0."""
@@ -87,8 +88,10 @@ def test_the_bundle_installs_in_a_fresh_venv_and_self_checks_lab00(bundle, tmp_p
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     Path(site, "kit-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(bundle)], check=True, cwd=tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # installed by a lab's own setup cell, pointed at the bundle (in Colab: at the repository)
+    subprocess.run([str(python), "-c", colab.setup_source()], check=True, cwd=tmp_path,
+                   env={**env, "COURSE_KIT_SOURCE": str(bundle)})
     found = subprocess.run([str(python), "-c", "import autograder, importlib.util as u; "
                             "print(autograder.__file__, u.find_spec('autograder.reference'))"],
                            capture_output=True, text=True, check=True, cwd=tmp_path, env=env).stdout
