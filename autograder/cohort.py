@@ -4,8 +4,8 @@
 notebooks, ``submitted/<student>/<assignment>/``). Every submission is autograded in its own
 process and a scratch copy of the course (:mod:`autograder.scratch_course`), with a progress
 bar; a broken, hanging or hostile submission is recorded as such and grading moves on. Only
-the grader's verdicts for that student and lab reach the real gradebook; if the real gradebook
-changed while a submission ran, it is restored and that submission scores 0. Scores go to a CSV.
+the grader's verdicts for that student and lab reach the real gradebook; if the course or the
+kit changed while a submission ran, it is put back and that submission scores 0. Scores go to a CSV.
 """
 
 from __future__ import annotations
@@ -39,43 +39,43 @@ def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
     return pairs
 
 
-def grade_one(course: Path, student: str, assignment: str, gradebook: Path, **limits) -> Outcome:
+def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **limits) -> Outcome:
     """Autograde one submission in a scratch course of its own; merge only its grade back.
 
     ``gradebook`` is the course's gradebook without students (:func:`scratch_course.template`).
-    The real gradebook must not change while the submission runs: if it did, the submission
-    found it anyway -- it is restored, and the submission scores 0.
+    Nothing of the course or the kit may change while the submission runs
+    (:class:`scratch_course.Untouchable`): if something did, the submission found it anyway --
+    it is put back, and the submission scores 0.
     """
-    db = course / "gradebook.db"
-    before = scratch_course.fingerprint(db)
-    backup = scratch_course.backup(db)
-    try:
-        with tempfile.TemporaryDirectory(prefix="autograder-scratch-") as tmp:
-            scratch = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
-            outcome = nbgrader_run.autograde(scratch, assignment, student, **limits)
-            scratch_course.bring_back(scratch, course, student, assignment)
-        keep_log(course, outcome)
-        if scratch_course.fingerprint(db) != before:
-            if backup is not None:
-                shutil.copy2(backup, db)
-            else:
-                db.unlink(missing_ok=True)
-            why = "the submission changed the real gradebook; it was restored and this submission scores 0"
-            outcome.results = [Result(r.name, 0.0, r.max_score, why) for r in outcome.results]
-            outcome.error = why
-        if outcome.results:
-            scratch_course.record(course, assignment, student, outcome.results)
-    finally:
-        if backup is not None:
-            backup.unlink(missing_ok=True)
+    untouchable = scratch_course.Untouchable(course, nbgrader_run.KIT_ROOT)
+    with tempfile.TemporaryDirectory(prefix="autograder-scratch-") as tmp:
+        scratch, left_out = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
+        outcome = nbgrader_run.autograde(scratch, assignment, student, **limits)
+        changed = untouchable.restore()
+        left_behind = scratch_course.bring_back(scratch, course, student, assignment)
+    outcome.findings += [f"submitted file not graded (only the notebook is): {f}" for f in left_out]
+    outcome.findings += [f"autograded file not kept (a link, pipe or device, or too large): {f}" for f in left_behind]
+    if changed:
+        why = (f"the submission changed the course's or the kit's own files ({', '.join(changed[:3])}"
+               f"{', ...' if len(changed) > 3 else ''}); they were put back and this submission scores 0")
+        outcome.results = [Result(r.name, 0.0, r.max_score, why) for r in outcome.results]
+        outcome.error = why
+        outcome.log += f"\n[autograder | put back] {' '.join(changed)}"
+    keep_log(course, outcome)
+    if outcome.results:
+        scratch_course.record(course, assignment, student, outcome.results)
     return outcome
 
 
 def keep_log(course: Path, outcome: Outcome) -> None:
     """nbgrader's full output for one submission, next to its autograded notebook."""
     folder = course / "autograded" / outcome.student / outcome.assignment
-    if folder.is_dir():
-        (folder / "autograde.log").write_text(outcome.log)
+    if folder.is_dir() and not folder.is_symlink():
+        log = folder / "autograde.log"
+        if log.is_dir() and not log.is_symlink():
+            shutil.rmtree(log)
+        log.unlink(missing_ok=True)  # a link left there must not be written through
+        log.write_text(outcome.log)
 
 
 def write_csv(outcomes: list[Outcome], path: Path) -> None:
@@ -108,11 +108,10 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)
     outcomes = []
-    with tempfile.TemporaryDirectory(prefix="autograder-template-") as tmp:
-        gradebook = scratch_course.template(course, Path(tmp) / "gradebook.db")
-        for student, a in tqdm(pairs, desc="grading", unit="submission"):
-            outcomes.append(grade_one(course, student, a, gradebook, **limits))
-            tqdm.write(summary(outcomes[-1]))
+    gradebook = scratch_course.template(course)  # bytes: no file a submission could rewrite for the next
+    for student, a in tqdm(pairs, desc="grading", unit="submission"):
+        outcomes.append(grade_one(course, student, a, gradebook, **limits))
+        tqdm.write(summary(outcomes[-1]))
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
     write_csv(outcomes, csv_path)
     print(f"wrote {csv_path} ({len(outcomes)} submissions)")

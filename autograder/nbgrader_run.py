@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import seed
 from .processes import Leftovers, not_ray, run_watched
 from .report import Result, total
 
@@ -97,7 +98,7 @@ def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """
     bindir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "")
-    return {**os.environ, "PATH": bindir + (os.pathsep + path if path else ""), **(extra or {})}
+    return {**seed.without(dict(os.environ)), "PATH": bindir + (os.pathsep + path if path else ""), **(extra or {})}
 
 
 def nbgrader(args: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | None = None,
@@ -251,7 +252,7 @@ def _seed_env(student: str) -> dict[str, str]:
     The grader reads it from its own environment; the kernel's environment gets an empty one,
     so learner code cannot replay the grader's draws, and no two students share workloads.
     """
-    base = os.environ.get("AUTOGRADER_SEED")
+    base = seed.base()
     if not base:
         return {}
     digest = hashlib.sha256(f"{base}/{student}".encode()).digest()
@@ -276,7 +277,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     leftovers = Leftovers()
     try:
         try:
-            env = {**endpoint.env, **session.start(), "AUTOGRADER_SEED": ""}
+            env = {**endpoint.env, **session.start()}  # no AUTOGRADER_SEED: tool_env leaves it out
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
                            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again",

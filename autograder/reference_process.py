@@ -24,6 +24,7 @@ import tempfile
 import threading
 
 from .channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
+from .seed import without
 
 START_TIMEOUT_S = 120.0
 
@@ -62,7 +63,7 @@ class ReferenceProcess:
         self._conn = None
         self._endpoint = Endpoint(self._hold)
         self._log = tempfile.TemporaryFile(mode="w+")
-        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # its own Ray, not an outside one
+        env = {k: v for k, v in without(dict(os.environ)).items() if k != "RAY_ADDRESS"}  # its own Ray, no seed
         self.ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)} if ray else {}
         env.update(self.ray_env)
         self.proc = subprocess.Popen([sys.executable, "-m", __name__, lab], env={**env, **self._endpoint.env},

@@ -7,8 +7,12 @@ gradebook -- rewrite hidden tests, add graded cells, set its own scores -- ends 
 cohort grader then writes the grader's own verdicts for that student and lab into the real
 gradebook (:func:`record`) and copies the autograded notebook back (:func:`bring_back`).
 
-A kernel that finds the real gradebook anyway (it runs as the same user) is caught by
-:func:`fingerprint`: nothing may change the real gradebook while a submission runs.
+A kernel runs as the same user as the grader, so it can find the course anyway. What it must
+not change -- the real gradebook, every student's submitted and autograded work, the course's
+config and the kit's own code -- is held in the grader's memory while it runs
+(:class:`Untouchable`) and put back afterwards, and the submission that changed it scores 0.
+The template gradebook is kept in memory too, so no later submission is graded against a
+template an earlier one rewrote.
 """
 
 from __future__ import annotations
@@ -22,35 +26,78 @@ from .report import Result
 GRADEBOOK = "gradebook.db"
 
 
-def template(course: Path, dest: Path) -> Path:
-    """``dest``: the course's gradebook with every student (and so every submission) removed."""
+def template(course: Path) -> bytes:
+    """The course's gradebook with every student (and so every submission) removed, as bytes.
+
+    Built in a private temporary folder and read back: each scratch course gets these bytes,
+    not a file that a submission's kernel could rewrite for the next one.
+    """
+    import tempfile
+
     from nbgrader.api import Gradebook
 
-    shutil.copy2(course / GRADEBOOK, dest)
-    with Gradebook(f"sqlite:///{dest}") as gb:
-        for student in [s.id for s in gb.students]:
-            gb.remove_student(student)
-    return dest
+    with tempfile.TemporaryDirectory(prefix="autograder-template-") as tmp:
+        dest = Path(tmp) / GRADEBOOK
+        shutil.copy2(course / GRADEBOOK, dest)
+        with Gradebook(f"sqlite:///{dest}") as gb:
+            for student in [s.id for s in gb.students]:
+                gb.remove_student(student)
+        return dest.read_bytes()
 
 
-def make(course: Path, student: str, assignment: str, gradebook: Path, root: Path) -> Path:
-    """A scratch course under ``root`` holding one submission; its path."""
+SUBMITTED = ("*.ipynb", "timestamp.txt")  # what a scratch course takes of a submission
+
+
+def make(course: Path, student: str, assignment: str, gradebook: bytes, root: Path) -> tuple[Path, list[str]]:
+    """A scratch course under ``root`` holding one submission: its path, and the submitted files
+    left out (anything but the notebook and nbgrader's ``timestamp.txt``: a ``course/`` or
+    ``ipykernel_launcher.py`` next to the notebook would otherwise shadow the kit in its kernel)."""
     scratch = root / "course"
-    (scratch / "submitted" / student).mkdir(parents=True)
+    src = course / "submitted" / student / assignment
+    dst = scratch / "submitted" / student / assignment
+    dst.mkdir(parents=True)
     shutil.copy2(course / "nbgrader_config.py", scratch)
-    shutil.copy2(gradebook, scratch / GRADEBOOK)
-    shutil.copytree(course / "submitted" / student / assignment, scratch / "submitted" / student / assignment)
-    return scratch
+    (scratch / GRADEBOOK).write_bytes(gradebook)
+    taken = {p for pattern in SUBMITTED for p in src.glob(pattern) if _regular(p)}
+    for p in taken:
+        shutil.copyfile(p, dst / p.name)
+    left = sorted(str(p.relative_to(src)) for p in src.rglob("*") if p not in taken and not p.is_dir())
+    return scratch, left
 
 
-def bring_back(scratch: Path, course: Path, student: str, assignment: str) -> None:
-    """The autograded notebook (and anything nbgrader wrote next to it) into the real course."""
+MAX_BRING_BACK = 64 * 2**20  # bytes: what one autograded folder may bring back into the course
+
+
+def _regular(path: Path) -> bool:
+    """A regular file, not a link, pipe or device (which a copy would follow or block on)."""
+    import stat
+
+    return stat.S_ISREG(path.lstat().st_mode)
+
+
+def bring_back(scratch: Path, course: Path, student: str, assignment: str) -> list[str]:
+    """The autograded notebook (and the regular files nbgrader wrote next to it) into the real
+    course; what was left behind: links, pipes and devices, and anything past
+    :data:`MAX_BRING_BACK` (a sparse file costs nothing in the scratch folder and its full size
+    in a copy)."""
     src = scratch / "autograded" / student / assignment
     dst = course / "autograded" / student / assignment
-    if dst.exists():
-        shutil.rmtree(dst)
-    if src.is_dir():
-        shutil.copytree(src, dst, symlinks=True)
+    if dst.exists() or dst.is_symlink():
+        shutil.rmtree(dst) if dst.is_dir() and not dst.is_symlink() else dst.unlink()
+    left, budget = [], MAX_BRING_BACK
+    if not src.is_dir() or src.is_symlink():
+        return left
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if path.is_dir() and not path.is_symlink():
+            continue
+        if not _regular(path) or path.lstat().st_size > budget:
+            left.append(str(rel))
+            continue
+        budget -= path.lstat().st_size
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dst / rel, follow_symlinks=False)
+    return left
 
 
 def record(course: Path, assignment: str, student: str, results: list[Result]) -> None:
@@ -76,13 +123,53 @@ def record(course: Path, assignment: str, student: str, results: list[Result]) -
         gb.db.commit()
 
 
-def backup(db: Path) -> Path | None:
-    """Copy the real gradebook aside before a submission runs (None when there is none)."""
-    if not db.exists():
-        return None
-    copy = db.with_name(db.name + ".bak")
-    shutil.copy2(db, copy)
-    return copy
+class Untouchable:
+    """The files of a course and kit that no submission may change, held in memory while one runs.
+
+    :meth:`restore` puts back every file that changed, appeared or vanished since the snapshot
+    and names them. A copy on disk would not do: the kernel, running as the same user, could
+    rewrite the copy too. Changes made and undone while the submission runs are not seen.
+    """
+
+    def __init__(self, course: Path, kit: Path):
+        self.roots = {"course": course, "kit": kit}
+        self.files = self._read()
+
+    def _paths(self):
+        course, kit = self.roots["course"], self.roots["kit"]
+        yield "course", course / GRADEBOOK
+        yield "course", course / "nbgrader_config.py"
+        for folder in ("submitted", "autograded"):
+            for p in sorted((course / folder).rglob("*")) if (course / folder).is_dir() else ():
+                if not p.is_dir() or p.is_symlink():
+                    yield "course", p
+        for package in ("autograder", "course"):
+            for p in sorted((kit / package).rglob("*.py")):
+                yield "kit", p
+
+    def _read(self) -> dict[tuple[str, Path], bytes | None]:
+        out = {}
+        for root, p in self._paths():
+            try:
+                out[(root, p)] = p.read_bytes() if _regular(p) else None
+            except FileNotFoundError:
+                continue
+        return out
+
+    def restore(self) -> list[str]:
+        """Put every changed file back; the changed ones, relative to their course or kit."""
+        now = self._read()
+        changed = sorted({key for key in set(now) | set(self.files) if now.get(key, b"-") != self.files.get(key, b"-")},
+                         key=lambda k: str(k[1]))
+        for root, p in changed:
+            if p.is_symlink() or (p.exists() and not _regular(p)):
+                p.unlink()
+            if (root, p) in self.files and self.files[(root, p)] is not None:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(self.files[(root, p)])
+            elif p.exists():
+                p.unlink()
+        return [f"{root}/{p.relative_to(self.roots[root])}" for root, p in changed]
 
 
 def fingerprint(path: Path) -> str | None:

@@ -5,6 +5,7 @@ gradebook changed by a submission restored."""
 from __future__ import annotations
 
 import csv
+import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -35,18 +36,31 @@ def _alice(course):
 
 
 def test_the_template_knows_every_lab_and_no_student(course, tmp_path):
-    db = scratch_course.template(course, tmp_path / "gradebook.db")
+    db = tmp_path / "gradebook.db"
+    db.write_bytes(scratch_course.template(course))
     with Gradebook(f"sqlite:///{db}") as gb:
         assert sorted(a.name for a in gb.assignments) == ["00_measure", "02_restart_recovery"]
         assert gb.students == [] and len(gb.find_assignment("00_measure").notebooks[0].grade_cells) > 0
     assert _alice(course) == 2  # the real gradebook keeps its students
 
 
-def test_a_scratch_course_holds_one_submission(course, tmp_path):
-    db = scratch_course.template(course, tmp_path / "template.db")
-    scratch = scratch_course.make(course, "bob", "00_measure", db, tmp_path / "s")
+def test_a_scratch_course_holds_one_submission_and_only_its_notebook(course, tmp_path):
+    before = set(Path(tempfile.gettempdir()).glob("autograder-template-*"))
+    db = scratch_course.template(course)
+    assert set(Path(tempfile.gettempdir()).glob("autograder-template-*")) == before  # in memory only
+    extra = course / "submitted" / "bob" / "00_measure"
+    (extra / "course").mkdir()
+    (extra / "course" / "__init__.py").write_text("print('shadowing the kit')")
+    (extra / "timestamp.txt").write_text("2026-12-01 10:00:00")
+    try:
+        scratch, left = scratch_course.make(course, "bob", "00_measure", db, tmp_path / "s")
+    finally:
+        shutil.rmtree(extra / "course")
+        (extra / "timestamp.txt").unlink()
     assert sorted(p.relative_to(scratch).as_posix() for p in scratch.rglob("*") if p.is_file()) == [
-        "gradebook.db", "nbgrader_config.py", "submitted/bob/00_measure/00_measure.ipynb"]
+        "gradebook.db", "nbgrader_config.py", "submitted/bob/00_measure/00_measure.ipynb",
+        "submitted/bob/00_measure/timestamp.txt"]
+    assert left == ["course/__init__.py"]
 
 
 def test_record_writes_the_graders_scores_for_that_student_and_lab_only(course):
@@ -57,24 +71,62 @@ def test_record_writes_the_graders_scores_for_that_student_and_lab_only(course):
     assert _alice(course) == 2
 
 
-def test_a_submission_that_changes_the_real_gradebook_scores_0_and_is_undone(course, monkeypatch):
+def test_a_submission_that_changes_the_course_or_the_kit_scores_0_and_all_is_put_back(course, tmp_path, monkeypatch):
+    """The real gradebook, another student's submission, the course config and the kit's code,
+    changed, added to or linked by a submission's kernel: all put back from the grader's memory."""
+    kit = tmp_path / "kit"
+    (kit / "autograder").mkdir(parents=True)
+    (kit / "course").mkdir()
+    (kit / "autograder" / "checks.py").write_text("REAL = True\n")
+    monkeypatch.setattr(nbgrader_run, "KIT_ROOT", kit)
+    carol = course / "submitted" / "carol" / "00_measure"
+    carol.mkdir(parents=True)
+    (carol / "00_measure.ipynb").write_text("carol's work")
+
     def hostile(scratch, assignment, student, **limits):
         assert scratch != course and not (scratch / "submitted" / "alice").exists()
         with sqlite3.connect(course / "gradebook.db") as con:  # found the real one anyway
             con.execute("update grade set auto_score = 0")
+        (carol / "00_measure.ipynb").write_text("ruined")
+        (carol / "extra.py").write_text("planted")
+        (kit / "autograder" / "checks.py").write_text("REAL = False\n")
+        (course / "nbgrader_config.py").unlink()
         return Outcome(student, assignment, [Result("ray-task", 2, 2)])
 
-    before = scratch_course.fingerprint(course / "gradebook.db")
+    config = (course / "nbgrader_config.py").read_text()
     monkeypatch.setattr(nbgrader_run, "autograde", hostile)
-    with tempfile.TemporaryDirectory() as tmp:
-        gradebook = scratch_course.template(course, Path(tmp) / "gradebook.db")
-        outcome = cohort.grade_one(course, "bob", "00_measure", gradebook)
-    assert outcome.score == 0 and "changed the real gradebook" in outcome.error
-    assert _alice(course) == 2
+    try:
+        outcome = cohort.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+    finally:
+        shutil.rmtree(carol.parent)
+    assert outcome.score == 0 and "changed the course's or the kit's own files" in outcome.error
+    assert "put back" in outcome.log and "kit/autograder/checks.py" in outcome.log
+    assert _alice(course) == 2 and (course / "nbgrader_config.py").read_text() == config
+    assert (kit / "autograder" / "checks.py").read_text() == "REAL = True\n"
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert gb.find_submission("00_measure", "bob").score == 0  # recorded, as the grader scored it
-    assert not (course / "gradebook.db.bak").exists()
-    assert before != scratch_course.fingerprint(course / "gradebook.db")  # bob's row was added after
+
+
+def test_bring_back_keeps_regular_files_only_and_the_log_is_not_written_through_a_link(course, tmp_path):
+    import os
+
+    scratch = tmp_path / "scratch"
+    src = scratch / "autograded" / "bob" / "00_measure"
+    src.mkdir(parents=True)
+    (src / "00_measure.ipynb").write_text("{}")
+    os.mkfifo(src / "pipe")
+    victim = tmp_path / "victim.ipynb"
+    victim.write_text("another student's notebook")
+    (src / "autograde.log").symlink_to(victim)
+    with open(src / "sparse", "wb") as f:  # 4 KiB on disk, 200 MiB in a copy
+        f.seek(200 * 2**20)
+        f.write(b"\0")
+    left = scratch_course.bring_back(scratch, course, "bob", "00_measure")
+    assert sorted(left) == ["autograde.log", "pipe", "sparse"]
+    dst = course / "autograded" / "bob" / "00_measure"
+    assert sorted(p.name for p in dst.iterdir()) == ["00_measure.ipynb"]
+    cohort.keep_log(course, Outcome("bob", "00_measure", log="the log"))
+    assert (dst / "autograde.log").read_text() == "the log" and victim.read_text() == "another student's notebook"
 
 
 def test_submissions_and_csv(tmp_path):

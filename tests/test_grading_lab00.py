@@ -130,7 +130,7 @@ def test_exits_ray_shutdown_before_every_graded_cell_and_fd_noise_cost_nothing_e
 def test_gradebook_tampering_is_undone(graded):
     _, rows, course = graded
     row = rows["ivan-gradebook"]
-    assert row["score"] == "0" and "changed the real gradebook" in row["status"]
+    assert row["score"] == "0" and "changed the course's or the kit's own files" in row["status"]
     with sqlite3.connect(course / "gradebook.db") as con:
         alice = con.execute(
             "select sum(g.auto_score) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
