@@ -16,6 +16,7 @@ import logging
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 # Quiet before Ray is imported: no usage-stats prompt, no deduplication banners.
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -137,7 +138,11 @@ def start(
         ignore_reinit_error=True,
     )
     if remote:
-        ray.init(address=remote, **kwargs)
+        _token_auth_to_join()
+        try:
+            ray.init(address=remote, **kwargs)
+        except (ConnectionError, RuntimeError, ray.exceptions.AuthenticationError) as exc:
+            raise ConnectionError(_cannot_join(remote, exc)) from None
     else:
         # address="local": always a fresh instance. A bare ray.init() would join whatever
         # cluster /tmp/ray/ray_current_cluster names -- and ray.cluster_utils.Cluster (an
@@ -154,6 +159,31 @@ def start(
             )
         _started_with = {"dashboard": dashboard}
     return _info()
+
+
+def _token_auth_to_join() -> None:
+    """Use Ray's token authentication to join ``RAY_ADDRESS`` when a token is at hand.
+
+    Ray 2.60 turns token authentication on for a new local Ray and for ``ray start --head``
+    where a token exists, but a driver that names an address uses it only when
+    ``RAY_AUTH_MODE=token`` is set (Ray's ``python/ray/_private/worker.py``: "an explicit
+    address never does"). The token comes from Ray's documented places: ``RAY_AUTH_TOKEN``, the
+    file ``RAY_AUTH_TOKEN_PATH`` names, or ``~/.ray/auth_token``. An explicit ``RAY_AUTH_MODE``
+    is left as it is.
+    """
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+    if os.environ.get("RAY_AUTH_TOKEN") or path.is_file():
+        os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def _cannot_join(address: str, exc: Exception) -> str:
+    """One line on why joining ``address`` failed, and what to set."""
+    first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)[:200]
+    return (f"could not join the Ray cluster at RAY_ADDRESS={address} ({first}). A cluster with token "
+            "authentication needs its token here: set RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) and "
+            "RAY_AUTH_MODE=token -- https://docs.ray.io/en/latest/ray-security/token-auth.html")
 
 
 @contextmanager

@@ -89,3 +89,69 @@ def test_logical_gpus_are_left_alone_when_the_devices_suffice(monkeypatch):
     with cluster._logical_gpus(16) as runtime_env:
         assert runtime_env["env_vars"]["CUDA_VISIBLE_DEVICES"] == "0,1" and "CUDA_VISIBLE_DEVICES" not in os.environ
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1" and cluster.NOSET_CUDA_VISIBLE_DEVICES not in os.environ
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def token_cluster(tmp_path):
+    """A real two-node ``ray start`` cluster on localhost with token authentication on (head and
+    one worker node, each ``--block`` so that ending them ends their processes)."""
+    import secrets
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    token = tmp_path / "token"
+    token.write_text(secrets.token_hex(32))
+    port = _free_port()
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_AUTH_MODE": "token",
+           "RAY_AUTH_TOKEN_PATH": str(token)}
+    common = ["--block", "--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats"]
+    head = subprocess.Popen([ray_cli, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                             "--include-dashboard=false", *common], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(8)
+    worker = subprocess.Popen([ray_cli, "start", f"--address=127.0.0.1:{port}", "--node-ip-address=127.0.0.1",
+                               *common], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(5)
+    try:
+        yield f"127.0.0.1:{port}", token
+    finally:
+        for proc in (worker, head):
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.mark.slow
+def test_start_joins_a_token_cluster_or_says_what_to_set(token_cluster, tmp_path):
+    """``ray start --head`` with token auth; a driver naming its address joins only with
+    RAY_AUTH_MODE=token. ``cluster.start()`` turns it on when a token is at hand (here
+    RAY_AUTH_TOKEN_PATH), and without one fails with one line that says what to set."""
+    import subprocess
+    import sys
+
+    address, token = token_cluster
+    join = ("import ray; from course import cluster; cluster.start(); "
+            "print(sum(n['Alive'] for n in ray.nodes()), ray.get(ray.remote(lambda: 'ran').remote()))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env.update(RAY_ADDRESS=address, HOME=str(tmp_path))  # no ~/.ray/auth_token in this HOME
+    ok = subprocess.run([sys.executable, "-c", join], env={**env, "RAY_AUTH_TOKEN_PATH": str(token)},
+                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert ok.returncode == 0 and ok.stdout.split() == ["2", "ran"], ok.stderr[-1500:]
+    bad = subprocess.run([sys.executable, "-c", join], env=env, capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    last = bad.stderr.strip().splitlines()[-1]
+    assert bad.returncode != 0 and last.startswith("ConnectionError: could not join the Ray cluster") \
+        and "RAY_AUTH_TOKEN" in last, bad.stderr[-1500:]
