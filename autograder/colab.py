@@ -19,12 +19,13 @@ BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"  # Cola
 SETUP_ID = "install"  # the setup cell's nbgrader grade_id
 SETUP = '''\
 # Setup, run this first: it installs the course kit where this Jupyter lacks it (a fresh Colab
-# runtime) and does nothing where the kit is installed. No runtime restart is needed after it.
+# runtime) and does nothing where the kit is installed. No runtime restart follows (tested with
+# Colab's pinned kernel packages, not on Colab itself).
 import importlib, importlib.util, os, subprocess, sys
 
 if importlib.util.find_spec("autograder") is None:
     KIT = os.environ.get("COURSE_KIT_SOURCE", "{source}")
-    print("installing the course kit from", KIT, "(a minute or two) ...")
+    print("installing the course kit and Ray from", KIT, "...")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", KIT], check=True)
     importlib.invalidate_caches()
 '''

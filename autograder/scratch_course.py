@@ -17,7 +17,6 @@ template an earlier one rewrote.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -170,11 +169,3 @@ class Untouchable:
             elif p.exists():
                 p.unlink()
         return [f"{root}/{p.relative_to(self.roots[root])}" for root, p in changed]
-
-
-def fingerprint(path: Path) -> str | None:
-    """A digest of a file's bytes (None when it does not exist): equal means untouched."""
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return None

@@ -325,13 +325,11 @@ class Session:
                 result = Result(name, 0.0, check.points, str(exc).strip().splitlines()[0][:500]
                                 if str(exc).strip() else "failed")
             except InstructorOnly as exc:  # grading: the kit lost its references, a grader fault, never a skip
-                result = (Result(name, 0.0, check.points, f"the grader could not finish this check ({exc}); please "
-                                 "report it") if self._grading else
+                result = (_grader_fault(name, check.points, exc) if self._grading else
                           Result(name, 0.0, check.points, "measured only by your instructor's grading (it runs the "
                                  "reference side by side; this student install has none)", skipped=True))
             except Exception as exc:  # a grader bug: the submission must not gain or crash from it
-                result = Result(name, 0.0, check.points, f"the grader could not finish this check "
-                                f"({type(exc).__name__}: {exc}); please report it")
+                result = _grader_fault(name, check.points, exc)
             self.verdicts[name] = result
             return result
 
@@ -368,6 +366,12 @@ class Session:
         finally:
             if locked:
                 self._lock.release()
+
+
+def _grader_fault(name: str, points: float, exc: Exception) -> Result:
+    """A check the grader itself could not finish: no points, and a line asking for a report."""
+    return Result(name, 0.0, points, f"the grader could not finish this check ({type(exc).__name__}: {exc}); "
+                  "please report it")
 
 
 def local(lab: str | None = None, namespace: dict | None = None) -> Session:
