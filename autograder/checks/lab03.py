@@ -197,7 +197,7 @@ def measure_policy(policy: dict) -> dict:
         if groups:  # new groups start cold, and the no-quota reference then needs workers of its own
             go(tenancy.saturate(QUOTAS), 0.5)
             none(tenancy.saturate(QUOTAS), T.phase_s)
-        return _measure(go, none)
+        return _measure(go, none, isolation=not groups)
     finally:
         tenancy.remove_groups(groups)
 
@@ -211,10 +211,12 @@ def _runner(options):
     return go
 
 
-def _measure(go, none) -> dict:
+def _measure(go, none, isolation: bool = True) -> dict:
     """Enforcement bursts, isolation rounds and overhead rounds with one policy ``go``.
 
     The no-quota reference saturates the pool's worth of GPUs that no placement group holds.
+    Without ``isolation`` (no check reads it: placement groups), one flood stands in for the
+    isolation rounds, so the peaks still see every tenant at once (9 s less per grading).
     """
     peaks = {t: 0 for t in QUOTAS}
     bursts = {}
@@ -230,7 +232,9 @@ def _measure(go, none) -> dict:
         bursts[t] = r.peak(t)
     quiet = [t for t in QUOTAS if t != T.noisy]
     iso = {t: [] for t in quiet}
-    for rnd in range(T.rounds):
+    if not isolation:
+        flood_summary = note(go(tenancy.flood(QUOTAS, T.noisy, T.flood_factor), T.phase_s)).summary()
+    for rnd in range(T.rounds if isolation else 0):
         order = ("solo", "flood") if rnd % 2 == 0 else ("flood", "solo")
         got = {}
         for kind in order:
@@ -253,7 +257,7 @@ def _measure(go, none) -> dict:
         ratios.append(a / b if b else 0.0)
         totals.append((a, b))
     return {"peaks": peaks, "bursts": bursts,
-            "isolation": {t: statistics.median(v) for t, v in iso.items()},
+            "isolation": {t: statistics.median(v) for t, v in iso.items() if v},
             "flood": flood_summary, "overhead": statistics.median(ratios), "totals": [list(x) for x in totals]}
 
 
@@ -489,5 +493,5 @@ def calibrate() -> list[str]:
     session = Session(LAB, learner=Learner(namespace=namespace(LAB)))
     cr, pg = _measured(session, "resources"), _measured(session, "groups")
     return [f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
-            f"placement groups: peaks {pg['peaks']}, isolation {pg['isolation']}, overhead {pg['overhead']:.2f}",
+            f"placement groups: peaks {pg['peaks']}, overhead {pg['overhead']:.2f}",
             f"tiers: isolation ≥ {T.isolation_min}, overhead {T.overhead_tiers}, groups {T.groups_overhead_tiers}"]
