@@ -12,8 +12,10 @@ real even on a laptop.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ import ray  # noqa: E402
 
 NOSET_CUDA_VISIBLE_DEVICES = "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"
 DEFAULT_OBJECT_STORE_MB = 512  # small: fits Colab's /dev/shm and 2-core CI machines
+JOIN_WAIT_S = 20.0  # how long a joined cluster's worker nodes get to register before a lab says what is missing
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,7 @@ def start(
             ray.init(address=remote, **kwargs)
         except (ConnectionError, RuntimeError, ray.exceptions.AuthenticationError) as exc:
             raise ConnectionError(_cannot_join(remote, exc)) from None
+        _wait_for(want, remote)
     else:
         # address="local": always a fresh instance. A bare ray.init() would join whatever
         # cluster /tmp/ray/ray_current_cluster names -- and ray.cluster_utils.Cluster (an
@@ -158,6 +162,28 @@ def start(
             )
         _started_with = {"dashboard": dashboard}
     return _info()
+
+
+def _wait_for(want: dict, address: str, timeout_s: float = JOIN_WAIT_S) -> None:
+    """Wait until the joined cluster has the resources a lab asked for, else say what is missing.
+
+    Worker nodes register a few seconds after the head, so a short wait; past it, a lab's actors
+    would wait forever for resources no node has (Ray logs that only to the driver, which the
+    kit keeps quiet), so fail with one line naming what to start the nodes with instead.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not _satisfies(have := ray.cluster_resources(), want):
+        if time.monotonic() > deadline:
+            lacking = {k: v for k, v in want.items() if v and have.get(k, 0.0) < v}
+            short = ", ".join(f"{k}: {have.get(k, 0.0):g} of {v:g}" for k, v in lacking.items())
+            flags = " ".join(f"--num-{k.lower()}s=N" for k in lacking if k in ("CPU", "GPU"))
+            custom = {k: v for k, v in lacking.items() if k not in ("CPU", "GPU")}
+            if custom:
+                flags += f" --resources='{json.dumps(custom)}'"
+            raise RuntimeError(f"the Ray cluster at RAY_ADDRESS={address} lacks what this lab needs ({short}); "
+                               f"start its nodes with more (ray start ... {flags.strip()}; logical GPUs count) "
+                               "or unset RAY_ADDRESS to use a local Ray")
+        time.sleep(0.5)
 
 
 def _token_auth_to_join() -> None:

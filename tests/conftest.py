@@ -51,3 +51,11 @@ def ray_local():
     if ray.is_initialized() and (cluster._emulated is not None or ray.cluster_resources().get("CPU") != 2):
         cluster.stop()
     return cluster.start(num_cpus=2)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name the folder the browser test keeps its screenshots in (tests/test_browser.py)."""
+    from test_browser import SCREENSHOTS
+
+    if SCREENSHOTS.is_dir() and any(SCREENSHOTS.glob("*.png")):
+        terminalreporter.write_line(f"JupyterLab screenshots: {SCREENSHOTS}")

@@ -102,9 +102,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def token_cluster(tmp_path):
+def token_cluster(tmp_path, request):
     """A real two-node ``ray start`` cluster on localhost with token authentication on (head and
-    one worker node, each ``--block`` so that ending them ends their processes)."""
+    one worker node, each ``--block`` so that ending them ends their processes). Indirect
+    parameters are more ``ray start`` flags for both nodes."""
     import secrets
     import subprocess
     import sys
@@ -117,7 +118,8 @@ def token_cluster(tmp_path):
     ray_cli = str(Path(sys.executable).parent / "ray")
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN_PATH": str(token)}
-    common = ["--block", "--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats"]
+    common = ["--block", "--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats",
+              *getattr(request, "param", [])]
     head = subprocess.Popen([ray_cli, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
                              "--include-dashboard=false", *common], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -157,3 +159,69 @@ def test_start_joins_a_token_cluster_or_says_what_to_set(token_cluster, tmp_path
     last = bad.stderr.strip().splitlines()[-1]
     assert bad.returncode != 0 and last.startswith("ConnectionError: could not join the Ray cluster") \
         and "RAY_AUTH_TOKEN" in last, bad.stderr[-1500:]
+
+
+@pytest.mark.slow
+@pytest.mark.grading
+def test_lab00_gets_full_marks_on_a_token_cluster(token_cluster, tmp_path):
+    """The README's promise for a real cluster: ``RAY_ADDRESS`` names a two-node ``ray start``
+    cluster with token auth on, and ``python -m autograder check`` grades lab 00's solution with
+    its kernel on that cluster (lab 00's checks need no Ray of the grader's own)."""
+    import json
+    import subprocess
+    import sys
+
+    from notebooks import solution
+
+    address, token = token_cluster
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env.update(RAY_ADDRESS=address, RAY_AUTH_TOKEN_PATH=str(token), HOME=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(solution("00_measure")), "--json"],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    report = json.loads(proc.stdout)
+    failed = {r["name"]: r["message"] for r in report["checks"] if r["score"] < r["max_score"]}
+    assert proc.returncode == 0 and not failed and report["score"] == report["max_score"], (failed, proc.stderr[-1500:])
+    # and the lesson's Ray work ran on that cluster: its GCS lists the kernel's job besides this probe's
+    probe = "import ray; from course import cluster; cluster.start(); print(len(ray._private.state.jobs()))"  # no public job list without a dashboard
+    jobs = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert jobs.returncode == 0 and int(jobs.stdout.split()[-1]) >= 2, (jobs.stdout, jobs.stderr[-1500:])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("token_cluster", [["--num-gpus=4", '--resources={"autograder_gpu": 4}']], indirect=True)
+def test_lab01_runs_on_a_token_cluster_with_logical_gpus(token_cluster, tmp_path):
+    """Lab 01's lesson with its exercises solved, executed as a learner runs it (nbclient, a
+    kernel with ``RAY_ADDRESS``) on a two-node cluster whose nodes were started with 4 logical
+    GPUs each: no cell raises, and the kernel's Ray is that cluster. Its grading
+    does not use that cluster, by design: the grader starts a Ray of its own for each submission
+    (autograder/reference_process.py), so nothing on a shared cluster can reach the verdicts."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from notebooks import solution
+
+    address, token = token_cluster
+    nb = nbformat.read(solution("01_actor_scaling"), as_version=4)
+    # what a learner runs: the lab with the exercises solved, without the grader's hidden cells
+    nb.cells = [c for c in nb.cells if "BEGIN HIDDEN TESTS" not in c.source]
+    # the kernel's Ray is the cluster: two nodes, their 8 logical GPUs (a local Ray has one node)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "print(sum(n['Alive'] for n in ray.nodes()), ray.cluster_resources().get('GPU'))"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env.update(RAY_ADDRESS=address, RAY_AUTH_TOKEN_PATH=str(token), HOME=str(tmp_path))
+    NotebookClient(nb, timeout=600, resources={"metadata": {"path": str(tmp_path)}}).execute(env=env)
+    nodes, gpus = "".join(o.get("text", "") for o in nb.cells[-1].outputs).split()
+    assert (nodes, float(gpus)) == ("2", 8.0)
+
+
+def test_a_cluster_without_the_labs_resources_is_named_not_waited_on(monkeypatch):
+    """Joining a cluster that lacks a lab's (logical) GPUs fails at once with the flags to start
+    its nodes with, instead of actors waiting forever for resources no node has."""
+    monkeypatch.setattr(cluster.ray, "cluster_resources", lambda: {"CPU": 2.0})
+    with pytest.raises(RuntimeError) as err:
+        cluster._wait_for({"GPU": 8, "autograder_gpu": 8, "CPU": None}, "10.0.0.1:6379", timeout_s=0)
+    msg = str(err.value)
+    assert "GPU: 0 of 8" in msg and "--num-gpus=N" in msg and '{"autograder_gpu": 8}' in msg and "CPU" not in msg.split("(")[1]
+    monkeypatch.setattr(cluster.ray, "cluster_resources", lambda: {"CPU": 2.0, "GPU": 8.0, "autograder_gpu": 8.0})
+    cluster._wait_for({"GPU": 8, "autograder_gpu": 8}, "10.0.0.1:6379", timeout_s=0)
