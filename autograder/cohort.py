@@ -21,8 +21,8 @@ from . import nbgrader_run, scratch_course
 from .nbgrader_run import Outcome, SetupError
 from .report import Result
 
-CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "status", "failed_checks", "flags",
-              "static_findings", "seconds"]
+CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status", "failed_checks",
+              "flags", "static_findings", "seconds", "seconds_late"]
 
 
 def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
@@ -63,7 +63,8 @@ def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **l
         outcome.log += f"\n[autograder | put back] {' '.join(changed)}"
     keep_log(course, outcome)
     if outcome.results:
-        scratch_course.record(course, assignment, student, outcome.results)
+        late = scratch_course.record(course, assignment, student, outcome.results)
+        outcome.seconds_late, outcome.late_penalty = late.seconds, late.penalty
     return outcome
 
 
@@ -86,14 +87,16 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
         for o in outcomes:
             failed = [r.name for r in o.results if not r.passed]
             w.writerow({"student_id": o.student, "assignment": o.assignment, "score": f"{o.score:g}",
-                        "max_score": f"{o.max_score:g}", "status": f"error: {o.error}" if o.error else "graded",
+                        "max_score": f"{o.max_score:g}", "late_penalty": f"{o.late_penalty:g}", "status": f"error: {o.error}" if o.error else "graded",
                         "failed_checks": " ".join(failed), "flags": " ".join(o.flags),
-                        "static_findings": len(o.findings), "seconds": f"{o.seconds:.0f}"})
+                        "static_findings": len(o.findings), "seconds": f"{o.seconds:.0f}",
+                        "seconds_late": f"{o.seconds_late:.0f}"})
 
 
 def summary(o: Outcome) -> str:
     """One submission's line in the progress output: score, and whatever went wrong."""
     return (f"{o.student} {o.assignment}: {o.score:g}/{o.max_score:g} in {o.seconds:.0f} s"
+            + (f"  late by {o.seconds_late:.0f} s, penalty {o.late_penalty:g}" if o.seconds_late else "")
             + (f"  error: {o.error}" if o.error else "")
             + (f"  flagged: the kernel reported passes the grader did not confirm: {' '.join(o.flags)}"
                if o.flags else "")

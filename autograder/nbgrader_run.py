@@ -64,6 +64,8 @@ class Outcome:
     cell_errors: list[str] = field(default_factory=list)  # ungraded cells that raised: often why a check failed
     findings: list[str] = field(default_factory=list)     # the static check's, for review (not scored)
     seconds: float = 0.0                                  # wall time the grading took (a hang shows here)
+    seconds_late: float = 0.0                             # past the due date (nbgrader's timestamp.txt)
+    late_penalty: float = 0.0                             # nbgrader's late-submission plugin's, in points
 
     @property
     def score(self) -> float:

@@ -18,6 +18,7 @@ template an earlier one rewrote.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from .report import Result
@@ -99,20 +100,35 @@ def bring_back(scratch: Path, course: Path, student: str, assignment: str) -> li
     return left
 
 
-def record(course: Path, assignment: str, student: str, results: list[Result]) -> None:
+@dataclass
+class Late:
+    """How late a submission was (nbgrader's ``timestamp.txt`` against the assignment's due
+    date in the real gradebook) and the penalty nbgrader's late-submission plugin gives it."""
+
+    seconds: float = 0.0
+    penalty: float = 0.0
+
+
+def record(course: Path, assignment: str, student: str, results: list[Result]) -> Late:
     """The grader's per-check scores for one submission, in the real gradebook (created if new).
 
     Only this student's rows for this assignment are written: the grade of each test cell
-    ``test-<check>``, as an automatic score, with no manual score or extra credit.
+    ``test-<check>``, as an automatic score, with no manual score or extra credit; the
+    submission's timestamp and each notebook's late penalty, as nbgrader's autograde would set
+    them -- from the course's own files, not the scratch course's, which the kernel could rewrite.
     """
     from nbgrader.api import Gradebook, MissingEntry
 
+    config = _nbgrader_config(course)
+    stamp = _submitted_at(course, assignment, student, config)
     with Gradebook(f"sqlite:///{course / GRADEBOOK}") as gb:
         gb.update_or_create_student(student)
         try:
-            gb.find_submission(assignment, student)
+            submission = gb.find_submission(assignment, student)
         except MissingEntry:
-            gb.add_submission(assignment, student)
+            submission = gb.add_submission(assignment, student)
+        if stamp is not None:  # as nbgrader: no timestamp.txt keeps what the gradebook has
+            submission.timestamp = stamp
         for r in results:
             try:
                 grade = gb.find_grade(f"test-{r.name}", assignment, assignment, student)
@@ -120,6 +136,41 @@ def record(course: Path, assignment: str, student: str, results: list[Result]) -
                 continue
             grade.auto_score, grade.manual_score, grade.extra_credit = r.score, None, None
         gb.db.commit()
+        late = Late(submission.total_seconds_late)
+        for notebook in submission.notebooks:
+            notebook.late_submission_penalty = _penalty(config, student, notebook, late.seconds)
+            late.penalty += notebook.late_submission_penalty or 0.0
+        gb.db.commit()
+    return late
+
+
+def _nbgrader_config(course: Path):
+    """The course's ``nbgrader_config.py``, loaded as nbgrader loads it."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+
+
+def _submitted_at(course: Path, assignment: str, student: str, config):
+    """nbgrader's ``timestamp.txt`` of the submission (None without one), as nbgrader parses it."""
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config, root=str(course))
+    return coursedir.get_existing_timestamp(coursedir.format_path(coursedir.submitted_directory, student,
+                                                                  assignment))
+
+
+def _penalty(config, student: str, notebook, seconds_late: float) -> float | None:
+    """nbgrader's late penalty for one notebook: the course's plugin (``AssignLatePenalties.
+    plugin_class``, nbgrader's ``LateSubmissionPlugin`` unless set), clamped as nbgrader clamps it."""
+    if seconds_late <= 0:
+        return None
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    assign = AssignLatePenalties(config=config)
+    assign.init_plugin()
+    penalty = assign.plugin_inst.late_submission_penalty(student, notebook.score, seconds_late)
+    return None if penalty is None else assign._check_late_penalty(notebook, penalty)
 
 
 class Untouchable:

@@ -143,10 +143,36 @@ def test_submissions_and_csv(tmp_path):
 
     out = tmp_path / "grades.csv"
     cohort.write_csv([Outcome("s1", "00_measure", [Result("a", 2, 2), Result("b", 0, 1, "why")],
-                              findings=["cell 3 (throughput), line 1: imports gc: ..."], seconds=41.6),
+                              findings=["cell 3 (throughput), line 1: imports gc: ..."], seconds=41.6,
+                              seconds_late=3600.4, late_penalty=3),
                       Outcome("s2", "00_measure", [], "nbgrader autograde failed: the kernel died")], out)
     rows = list(csv.DictReader(out.open()))
     assert rows[0] == {"student_id": "s1", "assignment": "00_measure", "score": "2", "max_score": "3",
-                       "status": "graded", "failed_checks": "b", "flags": "", "static_findings": "1",
-                       "seconds": "42"}
+                       "late_penalty": "3", "status": "graded", "failed_checks": "b", "flags": "",
+                       "static_findings": "1", "seconds": "42", "seconds_late": "3600"}
     assert rows[1]["status"].startswith("error: nbgrader autograde failed")
+
+
+def test_a_late_submission_gets_nbgrader_s_timestamp_and_penalty_in_the_real_gradebook(tmp_path):
+    """nbgrader's own late-submission rules, applied by the outer grader from the course's files:
+    the submission's ``timestamp.txt`` against the due date in the real gradebook, and the
+    course's ``LateSubmissionPlugin`` setting ('zero': a late notebook's score is its penalty)."""
+    course = make_course(tmp_path / "course", ["00_measure"])
+    nbgrader_run.ensure_assignment(course, "00_measure")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment("00_measure", duedate="2026-12-01 12:00:00")
+    for student, stamp in [("ontime", "2026-12-01 11:59:00"), ("late", "2026-12-01 13:00:00")]:
+        submit(course, student, "00_measure", released("00_measure"))
+        (course / "submitted" / student / "00_measure" / "timestamp.txt").write_text(stamp)
+    results = [Result("ray-task", 2, 2), Result("batch-model", 2, 2)]
+    assert scratch_course.record(course, "00_measure", "ontime", results) == scratch_course.Late(0.0, 0.0)
+    assert scratch_course.record(course, "00_measure", "late", results) == scratch_course.Late(3600.0, 0.0)
+
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write("\nc.LateSubmissionPlugin.penalty_method = 'zero'\n")
+    assert scratch_course.record(course, "00_measure", "late", results) == scratch_course.Late(3600.0, 4.0)
+    assert scratch_course.record(course, "00_measure", "ontime", results) == scratch_course.Late(0.0, 0.0)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        late = gb.find_submission("00_measure", "late")
+        assert (late.score, late.late_submission_penalty, late.total_seconds_late) == (4.0, 4.0, 3600.0)
+        assert gb.find_submission("00_measure", "ontime").late_submission_penalty == 0.0
