@@ -71,13 +71,14 @@ def _start_ray(lab: str) -> None:
         STEPS[ray_start(lab)]()
 
 
-def measure(lab: str, runs: int) -> list[Calibration]:
-    """Every tiered measurement of ``lab``, ``runs`` times for each copy, on fresh seeds."""
+def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degraded")) -> list[Calibration]:
+    """Every tiered measurement of ``lab``, ``runs`` times for each of ``copies``, on fresh seeds."""
     from .reference_process import namespace
     from .session import Learner, Session
 
     reference = importlib.import_module(f"autograder.reference.lab{lab[:2]}")
-    copies = {"reference": namespace(lab), "degraded": reference.degraded()}
+    made = {"reference": lambda: namespace(lab), "degraded": reference.degraded}
+    copies = {kind: made[kind]() for kind in copies}
     out = [Calibration(lab, t.name, t.thresholds) for t in tiered(lab)]
     _start_ray(lab)
     try:

@@ -11,8 +11,12 @@ kit changed while a submission ran, it is put back and that submission scores 0.
 from __future__ import annotations
 
 import csv
+import os
 import shutil
+import sys
 import tempfile
+import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 from tqdm import tqdm
@@ -48,11 +52,18 @@ def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **l
     it is put back, and the submission scores 0.
     """
     untouchable = scratch_course.Untouchable(course, nbgrader_run.KIT_ROOT)
-    with tempfile.TemporaryDirectory(prefix="autograder-scratch-") as tmp:
-        scratch, left_out = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
-        outcome = nbgrader_run.autograde(scratch, assignment, student, **limits)
-        changed = untouchable.restore()
-        left_behind = scratch_course.bring_back(scratch, course, student, assignment)
+    left_out, left_behind, changed = [], [], []
+    try:
+        with tempfile.TemporaryDirectory(prefix="autograder-scratch-") as tmp:
+            scratch, left_out = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
+            try:
+                outcome = nbgrader_run.autograde(scratch, assignment, student, **limits)
+            finally:  # put back first, then copy its autograded work in
+                changed = untouchable.restore()
+            left_behind = scratch_course.bring_back(scratch, course, student, assignment)
+    except Exception as exc:  # whatever the submission left for the grader to trip on costs only its own grade
+        outcome = Outcome(student, assignment, error=f"grading failed: {type(exc).__name__}: {str(exc)[:300]}",
+                          log=traceback.format_exc())
     outcome.findings += [f"submitted file not graded (only the notebook is): {f}" for f in left_out]
     outcome.findings += [f"autograded file not kept (a link, pipe or device, or too large): {f}" for f in left_behind]
     if changed:
@@ -80,8 +91,15 @@ def keep_log(course: Path, outcome: Outcome) -> None:
 
 
 def write_csv(outcomes: list[Outcome], path: Path) -> None:
-    """One row per submission: score, maximum, and what failed."""
-    with open(path, "w", newline="") as f:
+    """One row per submission: score, maximum, and what failed.
+
+    Written next to ``path`` and renamed over it, so that whatever stands at ``path`` (a link
+    to the gradebook, a pipe) is replaced, never written through.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    with open(tmp, "x", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         w.writeheader()
         for o in outcomes:
@@ -91,6 +109,9 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
                         "failed_checks": " ".join(failed), "flags": " ".join(o.flags),
                         "static_findings": len(o.findings), "seconds": f"{o.seconds:.0f}",
                         "seconds_late": f"{o.seconds_late:.0f}"})
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    os.replace(tmp, path)
 
 
 def summary(o: Outcome) -> str:
@@ -104,6 +125,22 @@ def summary(o: Outcome) -> str:
             + (f"  static check: {len(o.findings)} finding(s), see autograde.log" if o.findings else ""))
 
 
+@contextmanager
+def _no_bytecode():
+    """No process of the grading writes compiled files (``.pyc``), so that one appearing in the
+    kit while a submission runs was planted (:class:`scratch_course.Untouchable` puts it back)."""
+    before = sys.dont_write_bytecode, os.environ.get("PYTHONDONTWRITEBYTECODE")
+    sys.dont_write_bytecode, os.environ["PYTHONDONTWRITEBYTECODE"] = True, "1"
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = before[0]
+        if before[1] is None:
+            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        else:
+            os.environ["PYTHONDONTWRITEBYTECODE"] = before[1]
+
+
 def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None, **limits) -> int:
     """Grade every submission; exit code 0 when all were graded, 1 when any failed to grade."""
     course = Path(course).resolve()
@@ -112,9 +149,10 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
         nbgrader_run.ensure_assignment(course, a)
     outcomes = []
     gradebook = scratch_course.template(course)  # bytes: no file a submission could rewrite for the next
-    for student, a in tqdm(pairs, desc="grading", unit="submission"):
-        outcomes.append(grade_one(course, student, a, gradebook, **limits))
-        tqdm.write(summary(outcomes[-1]))
+    with _no_bytecode():
+        for student, a in tqdm(pairs, desc="grading", unit="submission"):
+            outcomes.append(grade_one(course, student, a, gradebook, **limits))
+            tqdm.write(summary(outcomes[-1]))
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
     write_csv(outcomes, csv_path)
     print(f"wrote {csv_path} ({len(outcomes)} submissions)")

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import seed
-from .processes import Leftovers, not_ray, run_watched
+from .processes import SAFE_PATH, Leftovers, not_ray, run_watched
 from .report import Result, total
 
 KIT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CELL_TIMEOUT_S = 240
+MAX_NOTEBOOK_BYTES = 64 * 2**20  # an autograded notebook read for messages; a bigger one is not read
 DEFAULT_SUBMISSION_TIMEOUT_S = 1800
 DEFAULT_MEMORY_LIMIT_GIB = 8.0  # one submission's notebook, kernel and what they start (Ray labs:
                                 # not the actors, which run under the grader's own Ray)
@@ -105,10 +106,11 @@ def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def nbgrader(args: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | None = None,
              memory_limit_gib: float | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m nbgrader ARGS`` in ``cwd``; a timeout (return code 124) or its process tree
-    using more than ``memory_limit_gib`` (137) stops it and is reported, never raised."""
+    """Run ``python -m nbgrader ARGS`` in ``cwd``; a timeout (return code 124), endless output
+    (125) or its process tree using more than ``memory_limit_gib`` (137) stops it and is
+    reported, never raised."""
     env = tool_env({"PYTHONUNBUFFERED": "1", "IPYTHONDIR": str(_ipython_dir(cwd)), **(env or {})})
-    return run_watched([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, timeout_s=timeout_s,
+    return run_watched([sys.executable, *SAFE_PATH, "-m", "nbgrader", *args], cwd=cwd, env=env, timeout_s=timeout_s,
                        memory_limit_bytes=memory_limit_gib * 2**30 if memory_limit_gib else None)
 
 
@@ -148,14 +150,28 @@ def ensure_assignment(course: Path, assignment: str, timeout_s: float = 300) -> 
         raise SetupError(f"nbgrader generate_assignment {assignment} failed: {cause(proc.stderr + proc.stdout)}")
 
 
+def _notebooks(autograded: Path) -> list[dict]:
+    """The autograded notebooks that parse as notebooks. The kernel ran in that folder and may
+    have left anything named ``*.ipynb`` there (a broken file must not stop the cohort)."""
+    out = []
+    for path in sorted(autograded.glob("*.ipynb")):
+        try:
+            with open(path, "rb") if path.is_file() and not path.is_symlink() else open(os.devnull, "rb") as f:
+                nb = json.loads(f.read(MAX_NOTEBOOK_BYTES + 1) or b"null")
+        except (OSError, ValueError):
+            nb = None
+        if isinstance(nb, dict) and isinstance(nb.get("cells"), list) and all(isinstance(c, dict) for c in nb["cells"]):
+            out.append(nb)
+    return out
+
+
 def _messages(autograded: Path) -> dict[str, str]:
     """grade_id -> one-line reason, from the error outputs of the autograded notebooks.
 
     Every graded cell has an entry (empty when it passed), in notebook order.
     """
     out: dict[str, str] = {}
-    for path in sorted(autograded.glob("*.ipynb")):
-        nb = json.loads(path.read_text())
+    for nb in _notebooks(autograded):
         for cell in nb.get("cells", []):
             gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
             if gid is None:
@@ -178,8 +194,8 @@ def cell_errors(autograded: Path) -> list[str]:
     defined because its cell raised), and a lesson's own demonstration cells must not raise.
     """
     out = []
-    for path in sorted(autograded.glob("*.ipynb")):
-        cells = [c for c in json.loads(path.read_text()).get("cells", []) if c.get("cell_type") == "code"]
+    for nb in _notebooks(autograded):
+        cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
         for i, cell in enumerate(cells, 1):
             if cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
                 continue
@@ -294,7 +310,7 @@ def autograde(course: Path, assignment: str, student: str, *,
         killed = leftovers.end()  # before anything is read back: nothing of it runs on
         endpoint.close()
     verdicts = session.seal()
-    stopped = proc.returncode in (124, 137)  # by the grader: what the kernel wrote is incomplete
+    stopped = proc.returncode in (124, 125, 137)  # by the grader: what the kernel wrote is incomplete
     results = read_results(course, assignment, student) if not stopped else []
     log = (proc.stderr or "") + (proc.stdout or "") + "".join(
         f"\n[autograder | grader error]\n{f}" for f in endpoint.failures)
@@ -308,6 +324,8 @@ def autograde(course: Path, assignment: str, student: str, *,
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode == 137:
         outcome.error = f"the submission used more than {memory_limit_gib:g} GiB of memory; it was stopped"
+    elif proc.returncode == 125:
+        outcome.error = f"the submission {proc.stderr.strip().splitlines()[-1]}; it was stopped"
     elif proc.returncode != 0 or not results:
         reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else cause(log)
         outcome.error = f"nbgrader autograde failed: {reason}"

@@ -15,10 +15,16 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
+OUTPUT_LIMIT_BYTES = 64 * 2**20  # what a graded process may write to stdout or stderr
+# ``python -P`` (3.11+): no working folder first on sys.path, where a submission could plant a
+# module that a grader process started later (or importing lazily) would run.
+SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
 
 
 def become_subreaper() -> bool:
@@ -151,28 +157,42 @@ def kill_tree(pid: int) -> None:
 
 
 def run_watched(cmd: list[str], *, cwd, env: dict, timeout_s: float,
-                memory_limit_bytes: float | None = None, poll_s: float = 0.5) -> subprocess.CompletedProcess:
+                memory_limit_bytes: float | None = None, poll_s: float = 0.5,
+                output_limit_bytes: int = OUTPUT_LIMIT_BYTES) -> subprocess.CompletedProcess:
     """Run ``cmd`` to completion, stopping it (and everything it started) when it runs past
-    ``timeout_s`` (return code 124) or when its process tree uses more than
-    ``memory_limit_bytes`` (return code 137). The reason is the last line of stderr."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + timeout_s
-    out, err, why = [], [], None
-    while True:
-        try:
-            o, e = proc.communicate(timeout=poll_s)
-            out.append(o or ""), err.append(e or "")
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        if time.monotonic() > deadline:
-            why = (124, f"timed out after {timeout_s:g} s")
-        elif memory_limit_bytes and memory_bytes([proc.pid, *descendants(proc.pid)]) > memory_limit_bytes:
-            why = (137, f"used more than {memory_limit_bytes / 2**30:g} GiB of memory")
-        if why:
-            kill_tree(proc.pid)
-            o, e = proc.communicate()
-            out.append(o or ""), err.append(e or "")
-            return subprocess.CompletedProcess(cmd, why[0], "".join(out), "".join(err) + f"\n{why[1]}")
-    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), "".join(err))
+    ``timeout_s`` (return code 124), when its process tree uses more than
+    ``memory_limit_bytes`` (return code 137), or when it writes more than
+    ``output_limit_bytes`` to stdout or stderr (return code 125: a kernel inherits them and
+    could write without end). The output goes to files, not to this process's memory; what is
+    returned is at most the last ``output_limit_bytes`` of each. The reason is the last line of stderr."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        deadline = time.monotonic() + timeout_s
+        why = None
+        while True:
+            try:
+                proc.wait(timeout=poll_s)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if time.monotonic() > deadline:
+                why = (124, f"timed out after {timeout_s:g} s")
+            elif memory_limit_bytes and memory_bytes([proc.pid, *descendants(proc.pid)]) > memory_limit_bytes:
+                why = (137, f"used more than {memory_limit_bytes / 2**30:g} GiB of memory")
+            elif max(os.fstat(out.fileno()).st_size, os.fstat(err.fileno()).st_size) > output_limit_bytes:
+                why = (125, f"wrote more than {output_limit_bytes / 2**20:g} MiB of output")
+            if why:
+                kill_tree(proc.pid)
+                proc.wait()
+                break
+        stdout, stderr = _tail(out, output_limit_bytes), _tail(err, output_limit_bytes)
+    if why:
+        return subprocess.CompletedProcess(cmd, why[0], stdout, stderr + f"\n{why[1]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
+def _tail(f, limit: int) -> str:
+    """The last ``limit`` bytes of an output file, as text."""
+    size = os.fstat(f.fileno()).st_size
+    f.seek(max(0, size - limit))
+    return f.read(limit).decode(errors="replace")

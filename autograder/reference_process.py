@@ -24,6 +24,7 @@ import tempfile
 import threading
 
 from .channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
+from .processes import SAFE_PATH
 from .seed import without
 
 START_TIMEOUT_S = 120.0
@@ -66,7 +67,7 @@ class ReferenceProcess:
         env = {k: v for k, v in without(dict(os.environ)).items() if k != "RAY_ADDRESS"}  # its own Ray, no seed
         self.ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)} if ray else {}
         env.update(self.ray_env)
-        self.proc = subprocess.Popen([sys.executable, "-m", __name__, lab], env={**env, **self._endpoint.env},
+        self.proc = subprocess.Popen([sys.executable, *SAFE_PATH, "-m", __name__, lab], env={**env, **self._endpoint.env},
                                      stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
         if not self._ready.wait(START_TIMEOUT_S):
             self.close()

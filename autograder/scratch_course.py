@@ -186,16 +186,29 @@ class Untouchable:
         self.files = self._read()
 
     def _paths(self):
+        """Every file held: the course folder's own entries (the gradebook, its journals, the
+        config, and any module or package planted next to them, which ``python -m`` run from
+        there would import), every submitted and autograded file, every file of the kit's packages
+        (compiled ``__pycache__`` files included: Python runs a ``.pyc`` whose header matches
+        its source), and the ``.pth`` and ``*customize.py`` files of site-packages, which
+        every Python process runs at start."""
         course, kit = self.roots["course"], self.roots["kit"]
-        yield "course", course / GRADEBOOK
-        yield "course", course / "nbgrader_config.py"
+        for p in sorted(course.iterdir()):  # a folder that appears here is a planted package
+            yield "course", p
         for folder in ("submitted", "autograded"):
             for p in sorted((course / folder).rglob("*")) if (course / folder).is_dir() else ():
                 if not p.is_dir() or p.is_symlink():
                     yield "course", p
-        for package in ("autograder", "course"):
-            for p in sorted((kit / package).rglob("*.py")):
+        for p in sorted(kit.iterdir()):  # the kit's folder, first on sys.path when a grader runs there
+            if not p.is_dir() or p.is_symlink() or not p.name.isidentifier() or (p / "__init__.py").exists():
                 yield "kit", p
+        for package in ("autograder", "course"):
+            for p in sorted((kit / package).rglob("*")):
+                if not p.is_dir() or p.is_symlink():
+                    yield "kit", p
+        for folder in _site_folders():
+            for p in sorted(folder.glob("*.pth")) + [folder / "sitecustomize.py", folder / "usercustomize.py"]:
+                yield "site", p
 
     def _read(self) -> dict[tuple[str, Path], bytes | None]:
         out = {}
@@ -212,11 +225,21 @@ class Untouchable:
         changed = sorted({key for key in set(now) | set(self.files) if now.get(key, b"-") != self.files.get(key, b"-")},
                          key=lambda k: str(k[1]))
         for root, p in changed:
-            if p.is_symlink() or (p.exists() and not _regular(p)):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)  # a folder where a held file was (or a planted one)
+            elif p.is_symlink() or (p.exists() and not _regular(p)):
                 p.unlink()
             if (root, p) in self.files and self.files[(root, p)] is not None:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_bytes(self.files[(root, p)])
             elif p.exists():
                 p.unlink()
-        return [f"{root}/{p.relative_to(self.roots[root])}" for root, p in changed]
+        return [f"{root}/{p.relative_to(self.roots[root])}" if root in self.roots else str(p) for root, p in changed]
+
+
+def _site_folders() -> list[Path]:
+    """site-packages and the user site of this interpreter (where ``.pth`` files are read)."""
+    import site
+
+    folders = [*site.getsitepackages(), site.getusersitepackages()]
+    return [Path(f) for f in dict.fromkeys(folders) if Path(f).is_dir()]

@@ -176,3 +176,63 @@ def test_a_late_submission_gets_nbgrader_s_timestamp_and_penalty_in_the_real_gra
         late = gb.find_submission("00_measure", "late")
         assert (late.score, late.late_submission_penalty, late.total_seconds_late) == (4.0, 4.0, 3600.0)
         assert gb.find_submission("00_measure", "ontime").late_submission_penalty == 0.0
+
+
+def test_what_a_grader_process_would_import_or_replay_is_held_too(course, tmp_path, monkeypatch):
+    """Beyond the gradebook and the kit's sources: a module planted in the course folder (first on
+    sys.path of a grader run from there), a package or file planted in the kit's folder, a
+    compiled file in the kit's ``__pycache__`` (Python runs a ``.pyc`` whose header matches its
+    source), a ``.pth`` in site-packages (run by every interpreter at start), a SQLite journal
+    next to the gradebook (replayed into it when the grader opens it next), and a folder where a
+    held file was. All removed or put back, the submission scores 0, and a grading that raises
+    halfway is put back the same way and costs only that submission."""
+    kit = tmp_path / "kit"
+    (kit / "autograder" / "__pycache__").mkdir(parents=True)
+    (kit / "course").mkdir()
+    (kit / "autograder" / "session.py").write_text("REAL = True\n")
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setattr(nbgrader_run, "KIT_ROOT", kit)
+    monkeypatch.setattr(scratch_course, "_site_folders", lambda: [site])
+    bob = course / "submitted" / "bob" / "00_measure" / "00_measure.ipynb"
+    mine = bob.read_bytes()
+    planted = [course / "secrets.py", course / "gradebook.db-journal", kit / "secrets.py",
+               kit / "autograder" / "__pycache__" / "session.cpython-311.pyc", site / "evil.pth"]
+
+    def hostile(scratch, assignment, student, **limits):
+        for p in planted:
+            p.write_text("import os")
+        (kit / "json").mkdir()
+        (kit / "json" / "__init__.py").write_text("planted = True")
+        bob.unlink()
+        bob.mkdir()  # a folder where a held file was
+        return Outcome(student, assignment, [Result("ray-task", 2, 2)])
+
+    monkeypatch.setattr(nbgrader_run, "autograde", hostile)
+    outcome = cohort.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+    assert outcome.score == 0 and "changed the course's or the kit's own files" in outcome.error
+    assert not any(p.exists() for p in planted) and not (kit / "json").exists()
+    assert bob.read_bytes() == mine and _alice(course) == 2
+
+    def raises(scratch, assignment, student, **limits):
+        (course / "secrets.py").write_text("import os")
+        raise ValueError("Expecting value: line 1 column 2 (char 1)")  # e.g. a broken file the kernel left
+
+    monkeypatch.setattr(nbgrader_run, "autograde", raises)
+    outcome = cohort.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+    assert outcome.error.startswith("the submission changed") and not (course / "secrets.py").exists()
+    assert "ValueError" in outcome.log and outcome.results == []
+
+
+def test_grades_csv_replaces_what_stands_at_its_path_never_writes_through_it(tmp_path):
+    book = tmp_path / "gradebook.db"
+    book.write_bytes(b"SQLite format 3\0")
+    out = tmp_path / "grades.csv"
+    out.symlink_to(book)
+    cohort.write_csv([Outcome("s1", "00_measure", [Result("a", 2, 2)])], out)
+    assert book.read_bytes() == b"SQLite format 3\0" and not out.is_symlink()
+    assert list(csv.DictReader(out.open()))[0]["score"] == "2"
+    out.unlink()
+    out.mkdir()
+    cohort.write_csv([], out)
+    assert out.is_file() and not list(tmp_path.glob(".grades.csv*"))

@@ -131,3 +131,19 @@ def test_processes_a_submission_leaves_are_ended(tmp_path):
     killed = leftovers.end()
     assert len(killed) == 1 and "time.sleep(600)" in killed[0]
     assert not descendants(skip=leftovers.before)
+
+
+def test_files_the_kernel_left_named_ipynb_are_not_read_as_notebooks(tmp_path):
+    """The kernel runs in the autograded folder: a broken ``*.ipynb`` there (or a folder or a
+    link so named) must not stop the grader reading nbgrader's own notebook."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1/0")])
+    nb.cells[0].outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero")]
+    nbformat.write(nb, tmp_path / "lab.ipynb")
+    (tmp_path / "0.ipynb").write_text("{")
+    (tmp_path / "1.ipynb").write_text('{"cells": [1, 2]}')
+    (tmp_path / "2.ipynb").mkdir()
+    (tmp_path / "3.ipynb").symlink_to("/dev/zero")
+    assert nbgrader_run.cell_errors(tmp_path) == ["code cell 1 (`1/0`): ZeroDivisionError: division by zero"]
+    assert nbgrader_run._messages(tmp_path) == {}

@@ -42,3 +42,13 @@ def test_an_ordinary_run_is_untouched():
                                  cwd=".", env=dict(os.environ), timeout_s=30, memory_limit_bytes=2**30)
     assert (proc.returncode, proc.stdout.strip(), proc.stderr.strip()) == (3, "out", "err")
     assert processes.memory_bytes([os.getpid()]) > 10 * 2**20  # this interpreter, at least
+
+
+def test_endless_output_is_stopped_and_never_held_in_memory():
+    """A kernel inherits nbgrader's stdout and stderr: output goes to files, a tree that writes
+    more than the limit is stopped (return code 125), and only the limit's tail comes back."""
+    flood = "import sys\nwhile True: sys.stderr.write('x' * 65536)"
+    proc = processes.run_watched([sys.executable, "-c", flood], cwd=".", env=dict(os.environ), timeout_s=60,
+                                 poll_s=0.1, output_limit_bytes=2**20)
+    assert proc.returncode == 125 and proc.stderr.splitlines()[-1] == "wrote more than 1 MiB of output"
+    assert len(proc.stderr) < 2**20 + 100
