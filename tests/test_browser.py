@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import selfcheck
+from autograder import processes, selfcheck
 from notebooks import ROOT, released
 
 CHROMIUM = "/usr/bin/chromium"
@@ -42,6 +42,7 @@ LAB_SETTINGS = {
                                                                         "checkForUpdates": False},
 }
 RUN_TIMEOUT_S = 240  # the cells above the first exercise (lab 03 starts 16 Ray workers)
+STRAY_WAIT_S = 5     # after a kernel's shutdown, before what it left running is ended
 
 pytestmark = [pytest.mark.slow, pytest.mark.grading]
 
@@ -155,6 +156,7 @@ def test_lab_runs_to_its_first_exercise_in_jupyterlab(lab, browser, jupyter):
     first = _first_exercise(nb)
     shot = SCREENSHOTS / f"{lab}.png"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    leftovers = processes.Leftovers()  # orphans of this lab's kernel end up as this process's children
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{base}/lab/tree/{lab}.ipynb?token={token}")
@@ -183,6 +185,11 @@ def test_lab_runs_to_its_first_exercise_in_jupyterlab(lab, browser, jupyter):
     finally:
         page.close()
         _shut_down_kernels(base, token)  # as a learner closing the lab; the next lab gets the cores
+        time.sleep(STRAY_WAIT_S)
+        stray = leftovers.end()  # Ray workers outlive a kernel that JupyterLab shut down
+        if stray:
+            print(f"{lab}: {len(stray)} process(es) outlived the kernel {STRAY_WAIT_S:g} s after its "
+                  f"shutdown, ended: {stray[:5]}")
 
     saved = json.loads((root / f"{lab}.ipynb").read_text())
     ran = saved["cells"][:first + 1]

@@ -57,3 +57,14 @@ def test_at_half_speed_waits_as_long_as_the_call_took():
     slowed = at_half_speed(lambda x: (time.sleep(0.05), x)[1])
     start = time.perf_counter()
     assert slowed(7) == 7 and time.perf_counter() - start >= 0.1
+
+
+@pytest.mark.slow
+@pytest.mark.grading
+@pytest.mark.parametrize("lab", TIERED_LABS)
+def test_regrading_the_reference_earns_every_tier_both_times(lab):
+    """Regrade stability: each lab's measured checks, the reference graded twice in one run on
+    fresh seeds exactly as grading measures them. A learner who regrades the same code must get
+    the same score, and for the reference that is every tier, both times."""
+    for cal in calibrate.measure(lab, runs=2, copies=("reference",)):
+        assert not cal.errors and len(cal.reference) == 2 and min(cal.reference) >= cal.tiers[-1], cal.line()
