@@ -130,6 +130,12 @@ class Run:
         names = self.tenants() if tenant is None else [tenant]
         return sum(self.done(t) for t in names) / self.seconds
 
+    def relative_to(self, other: "Run", tenant: str | None = None) -> float:
+        """This run's throughput over ``other``'s (for ``tenant``, or all tenants); NaN when
+        ``other`` finished no kernel inside its window (a machine too busy to measure)."""
+        base = other.throughput(tenant)
+        return self.throughput(tenant) / base if base else float("nan")
+
     def latency(self, tenant: str, q: float = 50) -> float:
         """The ``q``-th percentile of submit-to-result seconds of ``tenant``'s kernels."""
         return _pct([lat for t, _, _, lat, inside in self.records if t == tenant and inside], q)

@@ -249,3 +249,16 @@ def test_a_leaking_quota_is_caught_and_named_by_the_grader_harness():
         assert not s.run("groups-overhead-tier1").passed
     finally:
         cluster.stop()
+
+
+def test_a_run_relative_to_one_that_finished_nothing_is_nan_not_an_error():
+    """A machine too busy to finish a kernel inside a window (seen once in CI-like load: the
+    lesson's isolation cell divided by zero) gives NaN, which the lesson prints, not a crash."""
+    import math
+
+    from course.tenancy import Run
+
+    busy = Run(2.0, {"a": 1}, [("a", 0.0, 0.5, 0.5, True), ("a", 0.5, 1.0, 0.5, True)])
+    idle = Run(2.0, {"a": 1}, [("a", 0.0, 3.0, 3.0, False)])
+    assert busy.relative_to(busy, "a") == 1.0 and busy.relative_to(busy) == 1.0
+    assert math.isnan(busy.relative_to(idle, "a")) and idle.relative_to(busy, "a") == 0.0
