@@ -197,7 +197,7 @@ def measure_policy(policy: dict) -> dict:
         if groups:  # new groups start cold, and the no-quota reference then needs workers of its own
             go(tenancy.saturate(QUOTAS), 0.5)
             none(tenancy.saturate(QUOTAS), T.phase_s)
-        return _measure(go, none, isolation=not groups)
+        return _measure(go, none)  # the isolation rounds also warm the placement groups before the overhead rounds
     finally:
         tenancy.remove_groups(groups)
 
