@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import statistics
+import sys
 from dataclasses import asdict, dataclass, field
 
 from course import backend
@@ -109,18 +110,20 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False) -> int:
     for name in chosen:
         for_lab(name)
     rows, extra = [], {}
-    if not as_json:
-        print(f"hardware: {backend.facts()} ({backend.fingerprint()}); {runs} run(s); ratios min / median / max")
+    # the table goes to stdout as text, or to stderr as it is measured when stdout is JSON
+    # (a long --runs N run shows its progress, and its rows survive in the log)
+    out = sys.stderr if as_json else sys.stdout
+    print(f"hardware: {backend.facts()} ({backend.fingerprint()}); {runs} run(s); ratios min / median / max",
+          file=out, flush=True)
     for name in chosen:
         found = measure(name, runs) if TIERED.get(name) else []
         rows += found
         extra[name] = notes(name)
-        if not as_json:
-            for cal in found:
-                print(cal.line(), flush=True)
-            for text in extra[name]:
-                print(f"{name}: {text}", flush=True)
+        for cal in found:
+            print(cal.line(), file=out, flush=True)
+        for text in extra[name]:
+            print(f"{name}: {text}", file=out, flush=True)
     if as_json:
-        print(json.dumps({"hardware": backend.facts(), "fingerprint": backend.fingerprint(), "runs": runs,
+        print(json.dumps({"hardware": asdict(backend.facts()), "fingerprint": backend.fingerprint(), "runs": runs,
                           "checks": [c.summary() for c in rows], "notes": extra}, indent=2))
     return 0 if all(c.separates for c in rows) else 1

@@ -49,6 +49,20 @@ def test_cli_options():
     assert (args.lab, args.runs, args.json) == ("00_measure", 5, True)
 
 
+def test_json_is_json_and_the_table_goes_to_stderr_as_it_is_measured(monkeypatch, capsys):
+    # --json once failed at its last line (a dataclass in "hardware"), after 20 minutes of runs
+    import json
+
+    cal = calibrate.Calibration("00_measure", "batch-real", (0.6, 0.8), reference=[1.0, 0.9], degraded=[0.3, 0.4])
+    monkeypatch.setattr(calibrate, "measure", lambda lab, runs: [cal])
+    assert calibrate.run("00_measure", runs=2, as_json=True) == 0
+    out, err = capsys.readouterr()
+    got = json.loads(out)
+    assert got["runs"] == 2 and got["hardware"]["cores"] >= 1 and got["checks"][0]["separates"] is True
+    assert got["checks"][0]["reference_stats"] == {"min": 0.9, "median": 0.95, "max": 1.0}
+    assert "batch-real" in err and "ok" in err
+
+
 def test_at_half_speed_waits_as_long_as_the_call_took():
     import time
 
@@ -62,9 +76,11 @@ def test_at_half_speed_waits_as_long_as_the_call_took():
 @pytest.mark.slow
 @pytest.mark.grading
 @pytest.mark.parametrize("lab", TIERED_LABS)
-def test_regrading_the_reference_earns_every_tier_both_times(lab):
-    """Regrade stability: each lab's measured checks, the reference graded twice in one run on
-    fresh seeds exactly as grading measures them. A learner who regrades the same code must get
-    the same score, and for the reference that is every tier, both times."""
-    for cal in calibrate.measure(lab, runs=2, copies=("reference",)):
-        assert not cal.errors and len(cal.reference) == 2 and min(cal.reference) >= cal.tiers[-1], cal.line()
+def test_regrading_the_reference_earns_every_tier_again(lab):
+    """Regrade stability: the lab's measured checks graded once more in this run, on fresh
+    seeds, exactly as grading measures them, with the reference as the learner. The first
+    grading is ``test_labs.py::test_solution_gets_full_marks`` (every tier); a learner who
+    regrades the same code must get the same score, so this one must earn every tier too.
+    (Two regradings here cost lab 03 another 70 s of CI for the same assertion.)"""
+    for cal in calibrate.measure(lab, runs=1, copies=("reference",)):
+        assert not cal.errors and len(cal.reference) == 1 and min(cal.reference) >= cal.tiers[-1], cal.line()
