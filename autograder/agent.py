@@ -82,7 +82,8 @@ def _arg(spec, callback: Callable[[int, list], Any], namespace: dict):
 
     ``{"callback": i}`` a grader-side callable; ``{"learner": name}`` the namespace's object;
     ``{"stashed": key}`` a value an earlier request kept; ``{"handles": [...]}`` (or one
-    ``{"handle": ...}``) actor handles of the grader's; ``{"jobs": [[index, seconds, token, seal], ...]}`` emulated-GPU jobs.
+    ``{"handle": ...}``) actor handles of the grader's; ``{"jobs": [[index, seconds, token, seal], ...]}`` emulated-GPU jobs;
+    ``{"batch_run": seed, "sizes": [...]}`` the image kernel on seeded batches (``course.kernels.BatchRun``).
     """
     if not isinstance(spec, dict):
         return spec
@@ -109,6 +110,10 @@ def _arg(spec, callback: Callable[[int, list], Any], namespace: dict):
         from course import fleet
 
         return [fleet.Job(int(i), float(sec), int(tok), str(seal)) for i, sec, tok, seal in spec["jobs"]]
+    if "batch_run" in spec:
+        from course import kernels
+
+        return kernels.BatchRun(int(spec["batch_run"]), [int(n) for n in spec["sizes"]])
     return spec
 
 

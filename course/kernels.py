@@ -103,6 +103,28 @@ def process(images):
     return blur_numpy(np.asarray(backend.to_host(images))).mean(axis=(1, 2), dtype=np.float32)
 
 
+class BatchRun:
+    """``run(n)``: :func:`process` on a batch of ``n`` seeded images, each size made once.
+
+    What a batch-size sweep times. The grader builds one for its own sweep, and has one built
+    in the learner's process for the learner's ``best_batch_size``: there a call costs what the
+    kernel costs, not a round trip to the grader as well (a round trip per call made small
+    batches look slower to the learner than to the grader's sweep).
+    """
+
+    def __init__(self, seed: int, sizes):
+        from . import bench
+
+        bench.steady_allocator()  # big batches must not time the allocator
+        self.batches = {int(n): make_batch(int(n), seed=int(seed) % 1000 + int(n)) for n in sizes}
+
+    def __call__(self, n):
+        if n not in self.batches:
+            raise ValueError(f"run(n) takes one of the candidates {list(self.batches)}; got {n!r}")
+        process(self.batches[n])
+        backend.sync()
+
+
 def checksum(result) -> float:
     """A single number summarising a result vector, stable across backends to ~1e-6.
 

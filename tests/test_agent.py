@@ -20,6 +20,26 @@ def test_agent_converts_learner_values_strictly():
     assert "not defined yet" in agent.execute({"name": "g"}, None, {})["message"]
 
 
+def test_a_batch_run_spec_is_the_image_kernel_built_on_the_learners_side():
+    """The learner's batch sweep times the kernel in its own process: a callback's round trip
+    to the grader per call made small batches look slow there (lab 00's batch tiers)."""
+    from course import kernels
+
+    seen = {}
+
+    def best_batch_size(run, candidates):
+        seen["run"] = run
+        return run(candidates[-1]) or candidates[-1]
+
+    spec = {"batch_run": 41, "sizes": [1, 4]}
+    reply = agent.execute({"name": "best_batch_size", "args": [spec, [1, 4]], "returns": "integer"},
+                          None, {"best_batch_size": best_batch_size})
+    assert reply == {"op": "result", "value": 4} and isinstance(seen["run"], kernels.BatchRun)
+    assert sorted(seen["run"].batches) == [1, 4]
+    with pytest.raises(ValueError, match="one of the candidates"):
+        seen["run"](16)
+
+
 def test_guarded_functions_stop_once_and_then_fail_at_once():
     def spin():
         while True:
