@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from course import backend, bench, kernels
+from course import bench, kernels
 
 from ..reference_process import namespace
 from ..session import Callback, Session

@@ -211,12 +211,10 @@ def _runner(options):
     return go
 
 
-def _measure(go, none, isolation: bool = True) -> dict:
+def _measure(go, none) -> dict:
     """Enforcement bursts, isolation rounds and overhead rounds with one policy ``go``.
 
     The no-quota reference saturates the pool's worth of GPUs that no placement group holds.
-    Without ``isolation`` (no check reads it: placement groups), one flood stands in for the
-    isolation rounds, so the peaks still see every tenant at once (9 s less per grading).
     """
     peaks = {t: 0 for t in QUOTAS}
     bursts = {}
@@ -232,9 +230,7 @@ def _measure(go, none, isolation: bool = True) -> dict:
         bursts[t] = r.peak(t)
     quiet = [t for t in QUOTAS if t != T.noisy]
     iso = {t: [] for t in quiet}
-    if not isolation:
-        flood_summary = note(go(tenancy.flood(QUOTAS, T.noisy, T.flood_factor), T.phase_s)).summary()
-    for rnd in range(T.rounds if isolation else 0):
+    for rnd in range(T.rounds):
         order = ("solo", "flood") if rnd % 2 == 0 else ("flood", "solo")
         got = {}
         for kind in order:
