@@ -142,3 +142,23 @@ class Lab04:
 
 LAB04 = Lab04()
 TARGETS["04_data_affinity"] = LAB04
+
+
+@dataclass(frozen=True)
+class Lab05:
+    """05_capstone: a sizing plan from measured numbers, and a Ray Data batch-inference pipeline."""
+
+    plan_band: float = 0.10                # GPUs and CPU workers within ±10 % of the grader's model (or one node)
+    plan_max_actors: int = 4               # actors per GPU a scenario allows
+    plan_scenarios: int = 6                # scenarios: each limit once, two more drawn, in a drawn order
+    correct_images: int = 96               # images of the correctness run (small: a task per image finishes)
+    correct_batch: int = 32
+    pool_actors: int = 2                   # replicas asked for, in every run
+    throughput_images: int = 2048          # images per timed run, learner vs reference
+    throughput_batch: int = 256
+    rounds: int = 5                        # interleaved rounds, median of per-round ratios
+    throughput_tiers: tuple = (0.5, 0.75)  # images/s ≥ these × the reference pipeline's, same run
+
+
+LAB05 = Lab05()
+TARGETS["05_capstone"] = LAB05

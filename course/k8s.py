@@ -102,6 +102,30 @@ def ray_cluster(name: str, ns: str, *, workers: int, gpus_per_worker: int = 1,
     }
 
 
+def ray_job(name: str, ns: str, entrypoint: str, *, workers: int, gpus_per_worker: int = 1,
+            ray_version: str = "2.60.0", image: str | None = None) -> dict:
+    """A KubeRay RayJob: KubeRay starts a RayCluster for it, runs ``entrypoint`` on it, and
+    tears it down when the job ends (KubeRay docs, "RayJob Quickstart")."""
+    cluster = ray_cluster(name, ns, workers=workers, gpus_per_worker=gpus_per_worker, min_workers=workers,
+                          ray_version=ray_version, image=image)
+    return {"apiVersion": KUBERAY_API, "kind": "RayJob", "metadata": {"name": name, "namespace": ns},
+            "spec": {"entrypoint": entrypoint, "shutdownAfterJobFinishes": True,
+                     "rayClusterSpec": cluster["spec"]}}
+
+
+def indexed_job(name: str, ns: str, image: str, *, completions: int, parallelism: int,
+                gpus_per_pod: int = 1, command: list | None = None) -> dict:
+    """A Kubernetes Indexed Job: ``completions`` pods, each told its shard by the
+    ``JOB_COMPLETION_INDEX`` environment variable, ``parallelism`` of them at a time
+    (kubernetes.io "Jobs", "Completion mode")."""
+    pod = container("worker", image, gpus=gpus_per_pod)
+    if command:
+        pod["command"] = list(command)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns},
+            "spec": {"completionMode": "Indexed", "completions": completions, "parallelism": parallelism,
+                     "template": {"spec": {"restartPolicy": "Never", "containers": [pod]}}}}
+
+
 # ---------------------------------------------------------------- Kueue
 
 def resource_flavor(name: str = "default-flavor") -> dict:
@@ -287,6 +311,17 @@ def _raycluster(obj) -> None:
         _template(obj, _need(obj, g, "template", path, dict), f"{path}.template")
 
 
+def _rayjob(obj) -> None:
+    """A RayJob: an entrypoint and a RayCluster spec, checked as a RayCluster's."""
+    if obj.get("apiVersion") != KUBERAY_API:
+        _fail(obj, "apiVersion", f"expected {KUBERAY_API!r}, got {obj.get('apiVersion')!r}")
+    meta = _meta(obj, namespaced=True)
+    spec = _need(obj, obj, "spec", "", dict)
+    _need(obj, spec, "entrypoint", "spec", str)
+    cluster = _need(obj, spec, "rayClusterSpec", "spec", dict)
+    _raycluster({"apiVersion": KUBERAY_API, "kind": "RayCluster", "metadata": meta, "spec": cluster})
+
+
 # A quota's resource name: an optional requests./limits. prefix, a DNS-subdomain-style prefix
 # and a name (requests.nvidia.com/gpu, count/deployments.apps, pods); lower case, ASCII.
 RESOURCE_NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)?"
@@ -340,6 +375,8 @@ def validate(obj) -> dict:
         raise ManifestError(f"{_where(obj)}: a manifest needs apiVersion and kind")
     if kind == "RayCluster":
         _raycluster(obj)
+    elif kind == "RayJob":
+        _rayjob(obj)
     elif kind in ("ClusterQueue", "LocalQueue", "ResourceFlavor"):
         _kueue(obj)
     elif obj["apiVersion"] in ("v1", "apps/v1", "batch/v1"):

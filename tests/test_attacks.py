@@ -17,12 +17,14 @@ import attacks_lab01
 import attacks_lab02
 import attacks_lab03
 import attacks_lab04
+import attacks_lab05
 from autograder import checks, cohort
 from notebooks import make_course, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # one cohort of ~14 submissions on 2 cores
 
-CORPORA = {m.LAB: m for m in (attacks_lab00, attacks_lab01, attacks_lab02, attacks_lab03, attacks_lab04)}
+CORPORA = {m.LAB: m for m in (attacks_lab00, attacks_lab01, attacks_lab02, attacks_lab03, attacks_lab04,
+                              attacks_lab05)}
 
 
 def _stop_daemons(course: Path) -> None:

@@ -114,3 +114,15 @@ def test_signatures_show_every_builder_and_its_keywords():
     for keyword in ("queue: str | None = None", "namespaces: list[str] | None = None", "max_gpus_per_container: int"):
         assert keyword in text
     assert "'str'" not in text  # annotations evaluated, not shown as strings
+
+
+def test_the_capstone_job_as_an_indexed_job_and_a_rayjob_validates():
+    job = k8s.indexed_job("c8-inference", "team-a", "registry.example/infer:1", completions=200, parallelism=50)
+    rayjob = k8s.ray_job("c8-inference", "team-a", "python infer.py", workers=200)
+    assert [m["kind"] for m in k8s.validate_all([job, rayjob])] == ["Job", "RayJob"]
+    assert job["spec"]["completionMode"] == "Indexed"
+    bad = {**rayjob, "spec": {k: v for k, v in rayjob["spec"].items() if k != "entrypoint"}}
+    with pytest.raises(k8s.ManifestError, match="entrypoint"):
+        k8s.validate(bad)
+    with pytest.raises(k8s.ManifestError, match="parallelism"):
+        k8s.validate({**job, "spec": {**job["spec"], "parallelism": "many"}})

@@ -1,0 +1,311 @@
+"""Checks for 05_capstone: the learner's sizing plan and Ray Data pipeline.
+
+All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: its reference
+process starts it, and the learner's kernel joins it.
+
+* **The plan**: the learner's ``plan(target, image_px, measured)`` gets the grader's own seeded
+  scenarios -- one per limiting resource (GPU compute, per-call overhead, CPU preprocessing,
+  network), the measured numbers drawn so that resource binds by a wide margin -- and its
+  answers are compared with the grader's model (the reference's ``plan``): the limit named,
+  GPUs and CPU workers within a band, batch size and actors per GPU.
+* **The pipeline**: the learner's ``build_pipeline(seed, n, batch_size, actors)`` is run by the
+  kit on images generated from the grader's seeds (fresh every run); its values are compared
+  with the grader's own computation (:func:`course.pipeline.expected`). Whether the model ran in
+  an actor pool is read from Ray's actor table by the reference process (the actors Ray Data
+  starts for a callable class, of the job whose driver is the learner's kernel), never from
+  the notebook. Its images/s is timed on the grader's clock against the reference pipeline,
+  interleaved, fresh seeds every round; a round whose results are wrong, or that ran no
+  actor pool, scores 0.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from course import pipeline
+
+from ..reference_process import namespace
+from ..routines import _finished, step
+from ..session import Session, named
+from ..targets import LAB05 as T
+from . import register, tiers
+
+LAB = "05_capstone"
+RAY = True
+LEARNER_NAMES = ("plan", "build_pipeline")  # what the checks call
+LIMITS = ("gpu", "overhead", "cpu", "network")
+SIZES = (8, 16, 32, 64, 128, 256)
+PLAN_KEYS = ("gpus", "actors_per_gpu", "batch_size", "cpu_workers", "limit")
+
+
+# ---------------------------------------------------------------- kit steps
+
+@step
+def pipeline_values(build, seed: int, n: int, batch_size: int, actors: int):
+    """Build a side's pipeline on ``n`` images of ``seed`` and run it; its values in image order."""
+    from course import fleet
+
+    fleet.start()
+    return pipeline.values(build(int(seed), int(n), int(batch_size), int(actors)))
+
+
+@step
+def map_workers(driver_pid: int) -> list[str]:
+    """Reference process: the ids of Ray Data's pool actors (``MapWorker(...)``) of the job whose
+    driver is process ``driver_pid``, from Ray's own job and actor tables."""
+    from ray._private import state
+
+    jobs = {j["JobID"] for j in state.jobs() if j.get("DriverPid") == int(driver_pid)}
+    return sorted(aid for aid, a in (state.actors() or {}).items()
+                  if a.get("JobID") in jobs and str(a.get("ActorClassName", "")).startswith("MapWorker("))
+
+
+@step
+def pool_batches(actor_ids: list, wait_s: float = 5.0) -> int:
+    """Reference process: how many ``MapWorker(...).submit`` tasks (Ray Data handing a pool
+    actor a bundle of blocks) Ray's task records show finished *in* these actors' processes.
+    Workers report task events about once a second; this waits up to ``wait_s`` for one."""
+    import time
+
+    from ray._private import state
+
+    from course import cluster
+
+    wanted = {bytes.fromhex(str(a)): cluster.gcs_actor(str(a)).get("Pid") for a in actor_ids}
+    deadline = time.monotonic() + float(wait_s)
+    while True:
+        done = set()
+        for ev in state.state._get_all_task_events():
+            info, up = ev.task_info, ev.state_updates
+            if (info.actor_id in wanted and info.name.startswith("MapWorker(") and info.name.endswith(".submit")
+                    and up.worker_pid == wanted[info.actor_id] and _finished(up)):
+                done.add(ev.task_id)
+        if done or not wanted or time.monotonic() > deadline:
+            return len(done)
+        time.sleep(0.5)
+
+
+# ---------------------------------------------------------------- the plan
+
+def scenario(session: Session, salt: int, limit: str) -> tuple[float, int, dict]:
+    """(target images/s, image side, measured numbers) in which ``limit`` binds by a wide margin.
+
+    GPU-like numbers: a kernel of 20-200 µs launch and 0.1-1 µs per image at 64x64 (1e5-1e6
+    images/s), whose per-image cost quadruples past a seeded batch size; a per-call overhead
+    around one call's GPU time (or, for ``overhead``, several times what the most actors allowed
+    can hide); CPU and network set to 0.25-0.5x (binding) or 2-4x (not) of the GPUs' rate.
+    """
+    model = namespace(LAB)
+    rng = session.rng(salt)
+    for _ in range(50):
+        px = rng.choice((64, 128, 224))
+        scale = (64 / px) ** 2
+        cap, t0, u = rng.choice(SIZES[1:5]), rng.uniform(2e-5, 2e-4), rng.uniform(1e-7, 1e-6)
+        rates = {str(b): b / (t0 + b * u + 3 * u * max(0, b - cap)) for b in SIZES}
+        busy = SIZES[-1] / (rates[str(SIZES[-1])] * scale)  # GPU seconds of the largest batch
+        m = {"kernel_images_per_s": rates, "max_actors_per_gpu": T.plan_max_actors,
+             "gpus_per_node": rng.choice((1, 2, 4, 8)), "cpus_per_node": rng.choice((8, 16, 32, 64)),
+             "restart_s": round(rng.uniform(0.5, 5.0), 3), "failures_per_gpu_hour": round(rng.uniform(0.0, 2.0), 3),
+             "quota_share": rng.choice((0.25, 0.5, 1.0)),
+             "call_overhead_s": busy * (T.plan_max_actors * rng.uniform(2, 4) if limit == "overhead"
+                                        else rng.uniform(0.2, 1.0)),
+             "cpu_images_per_s": 1e12, "link_bytes_per_s": 1e18}
+        batch = model["plan"](1.0, px, m)["batch_size"]
+        gpu_side = model["node_capacity"](m, px, batch)
+        if limit in ("cpu", "network") or limit in gpu_side:
+            break
+    gpu_side = min(gpu_side.values())
+    cpu, net = (rng.uniform(0.25, 0.5) if limit == which else rng.uniform(2, 4) for which in ("cpu", "network"))
+    m["cpu_images_per_s"] = gpu_side * cpu / (m["cpus_per_node"] * scale)
+    m["link_bytes_per_s"] = gpu_side * net * px ** 2
+    # a target that needs tens of nodes at the binding resource's rate
+    binding = gpu_side * min(1.0, cpu, net) * m["quota_share"]
+    return round(binding * rng.uniform(10, 60), -2), px, m
+
+
+def scenario_limits(session: Session) -> list[str]:
+    """Which resource binds in each scenario: every one at least once, plus drawn extras, in a
+    drawn order (a plan that answers by call order, not from its inputs, is right by chance only)."""
+    rng = session.rng(9)
+    limits = list(LIMITS) + [rng.choice(LIMITS) for _ in range(T.plan_scenarios - len(LIMITS))]
+    rng.shuffle(limits)
+    return limits
+
+
+@dataclass
+class Planned:
+    """One scenario: the learner's plan and the grader's model's."""
+
+    target: float
+    px: int
+    measured: dict
+    mine: dict
+    theirs: dict
+
+    def describe(self) -> str:
+        return f"{self.target:,.0f} images/s of {self.px}x{self.px} images"
+
+
+def plans(session: Session) -> list[Planned]:
+    """The learner's plan on the grader's scenarios (asked once per run; every plan check reads it)."""
+
+    def ask():
+        out = []
+        for salt, limit in enumerate(scenario_limits(session), start=10):
+            target, px, m = scenario(session, salt, limit)
+            got = session.learner.call("plan", target, px, m, what="plan(target, image_px, measured)",
+                                       returns="json", timeout_s=session.call_timeout_s)
+            if not isinstance(got, dict) or any(k not in got for k in PLAN_KEYS):
+                raise AssertionError(f"plan(...) must return a dict with keys {', '.join(PLAN_KEYS)}; got {got!r:.200}")
+            out.append(Planned(target, px, m, got, namespace(LAB)["plan"](target, px, m)))
+        return out
+
+    return session.memo("plans", ask)
+
+
+@register(LAB, "plan-limit", 3)
+def plan_limit(session):
+    """Scenarios in which each resource binds (in a drawn order): the plan names it."""
+    for p in plans(session):
+        if p.mine["limit"] != p.theirs["limit"]:
+            cap = namespace(LAB)["node_capacity"](p.measured, p.px, p.theirs["batch_size"])
+            per_node = ", ".join(f"{k} {v:,.0f}" for k, v in cap.items())
+            raise AssertionError(f"for {p.describe()}, plan named {p.mine['limit']!r} as the limit; the grader's "
+                                 f"model says {p.theirs['limit']!r} (images/s per node: {per_node})")
+
+
+def _within(got, want: float, slack: float) -> bool:
+    return isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - want) <= max(T.plan_band * want, slack)
+
+
+@register(LAB, "plan-size", 2)
+def plan_size(session):
+    """GPUs and CPU workers within the band of the grader's model (or one node's GPUs)."""
+    for p in plans(session):
+        for key, slack in (("gpus", p.measured["gpus_per_node"]), ("cpu_workers", 1)):
+            if not _within(p.mine[key], p.theirs[key], slack):
+                raise AssertionError(f"for {p.describe()}, plan asked for {p.mine[key]!r} {key}; the grader's model "
+                                     f"needs {p.theirs[key]:,} (allowed ±{T.plan_band:.0%} or ±{slack:g})")
+
+
+@register(LAB, "plan-batch", 2)
+def plan_batch(session):
+    """The batch size with the best per-GPU rate, and the actors per GPU that hide the per-call overhead."""
+    for p in plans(session):
+        for key in ("batch_size", "actors_per_gpu"):
+            if p.mine[key] != p.theirs[key]:
+                raise AssertionError(f"for {p.describe()}, plan chose {key} = {p.mine[key]!r}; the grader's model "
+                                     f"chooses {p.theirs[key]!r}")
+
+
+# ---------------------------------------------------------------- the pipeline
+
+def _driver_pid(session: Session) -> int:
+    """The learner's kernel process (the socket's peer while grading; this process in a notebook)."""
+    return getattr(session.learner, "_pid", None) or os.getpid()
+
+
+def _run(session: Session, side, seed: int, n: int, batch: int, what: str) -> tuple[float, np.ndarray]:
+    """(seconds on the grader's clock, values) of one side's pipeline on ``n`` images of ``seed``."""
+    seconds, got = side.timed("kit.pipeline_values", named("build_pipeline"), seed, n, batch, T.pool_actors,
+                              what=what, returns="array", timeout_s=session.call_timeout_s)
+    return seconds, np.asarray(got["data"], dtype=np.float64)
+
+
+def _wrong(values: np.ndarray, seed: int, n: int) -> str | None:
+    want = pipeline.expected(seed, n)
+    if values.shape != want.shape or not np.allclose(values, want, rtol=1e-5, atol=0):
+        bad = int(np.sum(~np.isclose(values, want, rtol=1e-5))) if values.shape == want.shape else n
+        return (f"build_pipeline gave {values.size} values for {n} images, {bad} of them not the grader's "
+                f"(image order, kernels.process on pipeline.preprocess'd images)")
+    return None
+
+
+@dataclass
+class PoolRun:
+    """The correctness run: what was wrong, and Ray's pool actors of the learner's job it started."""
+
+    wrong: str | None
+    actors: int
+    batches: int  # blocks bundles Ray's task records show those actors processed
+
+
+def measure_pool(session: Session) -> PoolRun:
+    """One small run of the learner's pipeline on the grader's seed, with Ray's actor table around it."""
+    ref, pid = session.reference, _driver_pid(session)
+    seed = session.rng(1).randrange(10_000_000)
+    before = set(ref.call("kit.map_workers", pid, what="reading Ray's actor table", returns="strings", timeout_s=30))
+    _, values = _run(session, session.learner, seed, T.correct_images, T.correct_batch,
+                     "build_pipeline(seed, n, batch_size, actors)")
+    pool = sorted(set(ref.call("kit.map_workers", pid, what="reading Ray's actor table", returns="strings",
+                               timeout_s=30)) - before)
+    batches = ref.call("kit.pool_batches", pool, what="reading Ray's task records", returns="integer", timeout_s=30)
+    return PoolRun(_wrong(values, seed, T.correct_images), len(pool), batches)
+
+
+@register(LAB, "pipeline-correct", 2)
+def pipeline_correct(session):
+    """Every image of the grader's seeded set, processed right, in order."""
+    run = session.memo(measure_pool, lambda: measure_pool(session))
+    if run.wrong:
+        raise AssertionError(run.wrong)
+
+
+@register(LAB, "pipeline-actor-pool", 2)
+def pipeline_actor_pool(session):
+    """The model runs in a pool of ``actors`` replicas (Ray's actor table), not a task per batch."""
+    run = session.memo(measure_pool, lambda: measure_pool(session))
+    if run.actors == T.pool_actors and not run.batches:
+        raise AssertionError(f"Ray's actor table shows {run.actors} actors named like Ray Data's pool (MapWorker) "
+                             "for your job, but Ray's task records show none of them processed a batch")
+    if run.actors != T.pool_actors:
+        raise AssertionError(
+            f"asked for {T.pool_actors} model replicas, Ray's actor table shows {run.actors} pool actors "
+            "(MapWorker) of your job: put the model in a callable class and pass "
+            "compute=ray.data.ActorPoolStrategy(size=actors) to map_batches (a function loads the model per batch)")
+
+
+@dataclass
+class Throughput:
+    ratio: float
+    wrong: str | None = None
+
+
+def measure_throughput(session: Session) -> Throughput:
+    """The learner's pipeline vs the reference's, interleaved, fresh seeds every round."""
+    rng, ref, pid = session.rng(2), session.reference, _driver_pid(session)
+    problems: list[str] = []
+
+    def side(who, what: str, check: bool):
+        def one() -> float:
+            seed = rng.randrange(10_000_000)
+            before = set(ref.call("kit.map_workers", pid, what="reading Ray's actor table", returns="strings",
+                                  timeout_s=30)) if check else set()
+            seconds, values = _run(session, who, seed, T.throughput_images, T.throughput_batch, what)
+            if check:
+                pool = sorted(set(ref.call("kit.map_workers", pid, what="reading Ray's actor table",
+                                           returns="strings", timeout_s=30)) - before)
+                worked = pool and ref.call("kit.pool_batches", pool, what="reading Ray's task records",
+                                           returns="integer", timeout_s=30)
+                why = _wrong(values, seed, T.throughput_images) or (None if worked else "the run started no actor pool "
+                                                                    "that processed a batch")
+                if why:
+                    problems.append(why)
+                    return float("inf")
+            return seconds
+        return one
+
+    mine = side(session.learner, "build_pipeline(seed, n, batch_size, actors)", True)
+    theirs = side(ref, "the reference pipeline", False)
+    ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
+    return Throughput(ratio, problems[0] if problems else None)
+
+
+tiers(LAB, ("pipeline-throughput-tier1", "pipeline-throughput-tier2"), T.throughput_tiers, (2, 2),
+      measure_throughput,
+      lambda r, need: (f"{r.wrong}; a round with wrong results or without an actor pool counts as 0" if r.wrong else
+                       f"your pipeline ran at {r.ratio:.2f}x the reference pipeline's images/s (median of "
+                       f"{T.rounds} interleaved rounds, {T.throughput_images} images each); this tier needs {need:.2f}x"))

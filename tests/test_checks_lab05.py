@@ -1,0 +1,59 @@
+"""Lab 05's checks: the grader's plan scenarios bind where they say, the pipeline's truth is
+the stages' own result, and -- through real nbgrader -- a plan that names the wrong limit and
+a pipeline without an actor pool lose exactly their points. (The solution's full marks and
+the blank lab's 0 are in tests/test_labs.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder import selfcheck
+from autograder.checks import for_lab, lab05
+from autograder.reference import lab05 as ref
+from autograder.session import Session
+from notebooks import cell_source, variant
+
+LAB = "05_capstone"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_each_scenario_binds_where_it_says_by_a_margin(seed):
+    session = Session(LAB, seed=seed)
+    for salt, limit in enumerate(lab05.scenario_limits(session), start=10):
+        target, px, m = lab05.scenario(session, salt, limit)
+        got = ref.plan(target, px, m)
+        assert got["limit"] == limit
+        cap = sorted(ref.node_capacity(m, px, got["batch_size"]).values())
+        assert cap[1] >= 1.9 * cap[0]  # the runner-up is far behind: no tie for a learner to fall on
+        assert 5 <= got["nodes"] <= 250
+
+
+def test_a_plan_that_always_names_the_gpu_fails_plan_limit_only():
+    session = Session(LAB, seed=3)
+    wrong = lambda target, px, m: {**ref.plan(target, px, m), "limit": "gpu"}  # noqa: E731
+    from autograder.session import Learner
+
+    session.learner = Learner(namespace={"plan": wrong})
+    session._reference = Learner(namespace=vars(ref))
+    results = {name: session.run(name) for name in ("plan-limit", "plan-size", "plan-batch")}
+    assert not results["plan-limit"].passed and "the grader's model says" in results["plan-limit"].message
+    assert results["plan-size"].passed and results["plan-batch"].passed
+
+
+@pytest.mark.slow
+@pytest.mark.grading
+def test_wrong_limit_and_no_actor_pool_lose_exactly_their_points(tmp_path):
+    plan = cell_source(LAB, "plan").replace('"limit": limit}', '"limit": "gpu"}')
+    tasks = cell_source(LAB, "build_pipeline").replace(
+        "compute=ray.data.ActorPoolStrategy(size=actors), **pipeline.actor_options(actors)",
+        "**pipeline.actor_options(actors)").replace(
+        ".map_batches(pipeline.Model,", ".map_batches(lambda batch: pipeline.Model()(batch),")
+    assert plan != cell_source(LAB, "plan") and tasks != cell_source(LAB, "build_pipeline")
+    nb = variant(LAB, tmp_path / f"{LAB}.ipynb", replace={"plan": plan, "build_pipeline": tasks}, demos=False)
+    outcome = selfcheck.grade_notebook(nb, LAB, cell_timeout_s=300)
+    assert not outcome.error
+    failed = {r.name for r in outcome.results if not r.passed}
+    assert failed == {"plan-limit", "pipeline-actor-pool", "pipeline-throughput-tier1", "pipeline-throughput-tier2"}, (
+        [(r.name, r.message) for r in outcome.results])
+    lost = sum(for_lab(LAB)[name].points for name in failed)
+    assert outcome.score == outcome.max_score - lost
