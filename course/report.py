@@ -117,16 +117,26 @@ def plot_02(d: dict):
     return fig
 
 
-def plot_03(d: dict):
-    """Saturated throughput with quotas / without, per mechanism, next to C5's 15 % (lab 03)."""
-    bars = [(label, _numbers(d, key)) for label, key in
-            (("custom resources", "quota_throughput_ratio"), ("placement groups", "quota_throughput_ratio_groups"))]
+def _bars(d: dict, series, scale: float = 1.0):
+    """(figure, axes) with one bar per ``(label, key)`` of ``series`` that ``d`` has, values
+    divided by ``scale``; None when it has none."""
+    bars = [(label, _numbers(d, key)) for label, key in series]
     bars = [(label, v) for label, v in bars if v is not None]
     if not bars:
         return None
     fig = _figure()
     ax = fig.subplots()
-    ax.bar([b[0] for b in bars], [b[1] for b in bars])
+    ax.bar([b[0] for b in bars], [b[1] / scale for b in bars])
+    return fig, ax
+
+
+def plot_03(d: dict):
+    """Saturated throughput with quotas / without, per mechanism, next to C5's 15 % (lab 03)."""
+    drawn = _bars(d, (("custom resources", "quota_throughput_ratio"),
+                      ("placement groups", "quota_throughput_ratio_groups")))
+    if drawn is None:
+        return None
+    fig, ax = drawn
     ax.axhline(1 - verdicts.C5_OVERHEAD, color="tab:red", linestyle="--", label="C5 claim: 15 % overhead")
     ax.set(ylabel="throughput with quotas / without (×)", xlabel="quota mechanism (16 logical GPUs)",
            title="what the quota cost the saturated pool", ylim=(0, 1.3))
@@ -136,15 +146,11 @@ def plot_03(d: dict):
 
 def plot_04(d: dict):
     """Bytes copied between nodes per run: naive actors, tasks, pinned actors (lab 04)."""
-    bars = [(label, _numbers(d, key)) for label, key in
-            (("(a) naive actors", "cross_node_bytes_naive"), ("(b) tasks", "cross_node_bytes_tasks"),
-             ("(c) pinned actors", "cross_node_bytes_aware"))]
-    bars = [(label, v) for label, v in bars if v is not None]
-    if not bars:
+    drawn = _bars(d, (("(a) naive actors", "cross_node_bytes_naive"), ("(b) tasks", "cross_node_bytes_tasks"),
+                      ("(c) pinned actors", "cross_node_bytes_aware")), scale=2**20)
+    if drawn is None:
         return None
-    fig = _figure()
-    ax = fig.subplots()
-    ax.bar([b[0] for b in bars], [b[1] / 2**20 for b in bars])
+    fig, ax = drawn
     total = _numbers(d, "input_bytes")
     if total:
         ax.axhline(total / 2**20, color="gray", linestyle=":", label="input per run")
@@ -156,15 +162,11 @@ def plot_04(d: dict):
 
 def plot_05(d: dict):
     """The plan's predicted images/s against the pipeline and the hand-written pool (lab 05)."""
-    bars = [(label, _numbers(d, key)) for label, key in
-            (("plan (predicted)", "predicted_images_per_s"), ("Ray Data pipeline", "pipeline_images_per_s"),
-             ("hand-written pool", "pool_images_per_s"))]
-    bars = [(label, v) for label, v in bars if v is not None]
-    if not bars:
+    drawn = _bars(d, (("plan (predicted)", "predicted_images_per_s"), ("Ray Data pipeline", "pipeline_images_per_s"),
+                      ("hand-written pool", "pool_images_per_s")))
+    if drawn is None:
         return None
-    fig = _figure()
-    ax = fig.subplots()
-    ax.bar([b[0] for b in bars], [b[1] for b in bars])
+    fig, ax = drawn
     ax.set(ylabel="throughput (images/s)", xlabel="predicted and measured on this machine",
            title="capstone: plan vs reality")
     return fig

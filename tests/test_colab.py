@@ -122,3 +122,10 @@ def test_in_a_colab_like_venv_the_setup_cell_installs_the_kit_and_lab00_self_che
     assert not changed, f"the setup cell changed Colab's packages: {changed}"
     assert "ray-vs-k8s-gpu-course" in after
     print(f"setup cell to last cell: {seconds:.0f} s")
+
+    # the lab kept its numbers next to the notebook, and the course report renders from them
+    subprocess.run([sys.executable, "-m", "course.report", str(work)], check=True, capture_output=True)
+    kept = json.loads((work / "results" / "00_measure.json").read_text())["numbers"]
+    assert kept["backend"] == "numpy" and len(kept["kernel_images_per_s"]) >= 3, kept
+    page = (work / "report.html").read_text()
+    assert "C8" in page and "data:image/png;base64," in page and "not measured yet" in page  # labs 01-05 not run
