@@ -1,9 +1,10 @@
 """The capstone's offline batch-inference pipeline, in pieces a Ray Data job is built from.
 
-Ray's docs recommend Ray Data for offline batch inference ("Working with LLMs / batch
-inference"): a dataset streams through CPU preprocessing (``map_batches`` with a function)
-into a pool of model replicas on GPUs (``map_batches`` with a callable class and
-``compute=ray.data.ActorPoolStrategy``). The pieces here are the course's, so every lab's
+Ray's docs recommend Ray Data for offline batch inference (docs.ray.io, "End-to-end: Offline
+Batch Inference"): a dataset streams through CPU preprocessing (``map_batches`` with a function:
+stateless Ray tasks) into a pool of model replicas on GPUs (``map_batches`` with a callable
+class and ``compute=ray.data.ActorPoolStrategy``: stateful actors, each constructed once; the
+``ray.data.Dataset.map_batches`` reference, "Stateful Transforms"). The pieces here are the course's, so every lab's
 numbers compare:
 
 * :func:`images` -- a dataset of ``n`` generated images (no download): image ``i`` of seed
