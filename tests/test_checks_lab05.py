@@ -57,3 +57,9 @@ def test_wrong_limit_and_no_actor_pool_lose_exactly_their_points(tmp_path):
         [(r.name, r.message) for r in outcome.results])
     lost = sum(for_lab(LAB)[name].points for name in failed)
     assert outcome.score == outcome.max_score - lost
+
+
+def test_scenario_limits_cover_every_resource_in_a_drawn_order():
+    orders = {tuple(lab05.scenario_limits(Session(LAB, seed=seed))) for seed in range(20)}
+    assert all(set(o) == set(lab05.LIMITS) and len(o) == 6 for o in orders)
+    assert len(orders) > 10  # a plan cannot answer by call order
