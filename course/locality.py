@@ -44,6 +44,7 @@ NODES = 4               # nodes of the emulated cluster (the head is one of them
 CPUS_PER_NODE = 4       # logical CPUs per node: room for a few jobs' actors and tasks side by side
 OBJECT_STORE_MB = 128   # per node; small on purpose (2-core CI machines, Colab's /dev/shm)
 SHARD_IMAGES = 1024     # images per shard: 4 MiB of uint8 pixels at 64 x 64
+LOCATION_WAIT_S = 5.0   # at most, for the object directory to list a shard just made
 
 
 def start(nodes: int = NODES) -> list[str]:
@@ -132,6 +133,12 @@ def produce(placement: Sequence[str], seeds: Sequence[int], images: int, timeout
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s, fetch_local=False)
     if len(ready) < len(refs):
         raise TimeoutError(f"only {len(ready)} of {len(refs)} shards were produced within {timeout_s:g} s")
+    # Ray's object directory can list a fresh shard a moment after it is made: a trace that read
+    # "before" in that moment counted the shard's own first copy as a move (a CI run: 4 shards
+    # moved where 3 were). Wait, briefly, until every shard has its location.
+    deadline = time.monotonic() + LOCATION_WAIT_S
+    while not all(locations(refs)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return shards
 
 
