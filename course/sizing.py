@@ -50,27 +50,20 @@ def call_overhead(calls: int = 100) -> float:
 
 
 def restart_time() -> float:
-    """Seconds from killing an actor (``max_restarts=1``) until its new process answers."""
+    """Seconds from ``ray.kill`` of an actor (``max_restarts=1``) until its new process answers
+    (:func:`course.faults.restart`, lab 02's measurement)."""
     import ray
 
-    @ray.remote(num_cpus=0, max_restarts=1, max_task_retries=-1)
-    class Pid:
-        def pid(self):
-            return os.getpid()
+    from . import faults
 
-    actor = Pid.remote()
-    first = ray.get(actor.pid.remote())
-    start = time.perf_counter()
-    ray.kill(actor, no_restart=False)  # Ray ends the process and restarts the actor
-    while True:
-        try:
-            if ray.get(actor.pid.remote(), timeout=30) != first:
-                break
-        except ray.exceptions.RayActorError:
-            time.sleep(0.01)
-    elapsed = time.perf_counter() - start
+    @ray.remote(num_cpus=0, max_restarts=1)
+    class Idle:
+        pass
+
+    actor = Idle.remote()
+    seconds = faults.restart(actor)
     ray.kill(actor, no_restart=True)
-    return elapsed
+    return seconds
 
 
 def preprocess_rate(images: int = 2048) -> float:
