@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .checks import UnknownLab
 from .nbgrader_run import (DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S,
                            SetupError)
 
@@ -84,6 +85,6 @@ def main(argv: list[str] | None = None) -> int:
         from . import calibrate
 
         return calibrate.run(args.lab, runs=args.runs, as_json=args.json)
-    except (SetupError, KeyError) as exc:
+    except (SetupError, UnknownLab) as exc:  # the user's mistake; a grader bug keeps its traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2

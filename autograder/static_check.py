@@ -406,7 +406,8 @@ def _magic_names() -> frozenset[str]:
     from IPython.core.magic import Magics
 
     names = set(_shell_aliases())
-    for value in vars(magics).values():
+    for name in dir(magics):  # dir(), not vars(): IPython 9 loads its magics classes lazily
+        value = getattr(magics, name, None)
         if isinstance(value, type) and issubclass(value, Magics) and value.magics:
             names.update(value.magics.get("line", {}))
     names.update(["store", "autosave", "clear", "connect_info", "edit", "less", "man", "more",
@@ -566,6 +567,8 @@ def _is_module(dotted: str) -> bool:
         spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return False
+    if spec is None and rest:  # not installed here: an allowlisted package's dotted name is
+        return True            # its own submodule (scipy.signal), not another module (signal)
     places = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
     for i, part in enumerate(rest):
         packages = [p / part for p in places if (p / part).is_dir()]

@@ -93,12 +93,19 @@ def module_for(lab: str) -> str:
     return f"{__name__}.lab{lab[:2]}"
 
 
+class UnknownLab(LookupError):
+    """No lab of that name has checks: the user's mistake (the CLI's exit code 2), unlike a
+    ``KeyError`` inside the grader, which is the kit's bug and must not read as one."""
+
+
 def for_lab(lab: str) -> dict[str, Check]:
     """All checks of a lab, importing its module on first use."""
     try:
         importlib.import_module(module_for(lab))
     except ModuleNotFoundError as exc:
-        raise KeyError(f"no checks for lab {lab!r}") from exc
+        if exc.name != module_for(lab):  # the lab exists; something it imports is missing
+            raise
+        raise UnknownLab(f"no checks for lab {lab!r}") from None
     return REGISTRY.get(lab, {})
 
 
