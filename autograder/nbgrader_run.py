@@ -16,9 +16,11 @@ import hashlib
 import importlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -277,38 +279,76 @@ def _seed_env(student: str) -> dict[str, str]:
     return {"seed": str(int.from_bytes(digest[:4], "big") % 2**31)}
 
 
+def _sandbox_args(work: Path, course: Path, session, endpoint) -> tuple[list[str], dict[str, str]]:
+    """nbgrader's extra arguments and environment that start the kernel in its sandbox.
+
+    The kernel speaks to nbgrader over Unix sockets (ZeroMQ's ``ipc`` transport) in a folder
+    of its own, so it needs no network; a Ray lab's kernel shares the loopback of its Ray's
+    sandbox and no other (:mod:`autograder.grader.kernel_launcher`).
+    """
+    from .grader import kernel_launcher, sandbox
+
+    sockets = work / "kernel"
+    sockets.mkdir()
+    ipython = _ipython_dir(work / "ipython")  # its own copy: IPython wants to write there
+    sandbox.give(sockets)
+    sandbox.give(work / "ipython")
+    kit, hidden = sandbox.kit_paths(reference=False)
+    spec = {"readable": [*sandbox.python_paths(), *kit, endpoint.address],
+            "hidden": list(hidden), "writable": [str(sockets), str(work / "ipython")],
+            "etc": sandbox.etc_files(work / "etc"), "env": {"IPYTHONDIR": str(ipython)},
+            "network_from": str(session.ray_network) if session.ray_network else None}
+    if session.ray_network:
+        spec["binds"] = [[str(work / "ray"), "/tmp/ray"]]
+    env = kernel_launcher.install(work, spec)
+    return ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}"], env
+
+
 def autograde(course: Path, assignment: str, student: str, *,
               cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
               timeout_s: float = DEFAULT_SUBMISSION_TIMEOUT_S,
-              memory_limit_gib: float | None = DEFAULT_MEMORY_LIMIT_GIB) -> Outcome:
-    """Grade one submission with real ``nbgrader autograde`` and return its outcome."""
+              memory_limit_gib: float | None = DEFAULT_MEMORY_LIMIT_GIB,
+              sandboxed: bool = False) -> Outcome:
+    """Grade one submission with real ``nbgrader autograde`` and return its outcome.
+
+    ``sandboxed``: the kernel, and for a Ray lab the lab's Ray, run in OS sandboxes
+    (:mod:`autograder.grader.sandbox`); the caller has checked that one can be made.
+    """
     importlib.import_module("nbgrader.api")  # loaded before any learner code runs on this machine
 
     from .channel import Endpoint
+    from .grader.sandbox import SANDBOX_GID
     from .session import Session
 
     started = time.monotonic()
     findings = static_findings(course, assignment, student)  # before anything of it runs
     seed = _seed_env(student).get("seed")
     session = Session(assignment, seed=int(seed) if seed else None)
-    endpoint = Endpoint(session.serve)
+    endpoint = Endpoint(session.serve, gid=SANDBOX_GID if sandboxed else None)
     leftovers = Leftovers()
+    work = Path(tempfile.mkdtemp(prefix="autograder-sandbox-")) if sandboxed else None
     try:
         try:
-            env = {**endpoint.env, **session.start()}  # no AUTOGRADER_SEED: tool_env leaves it out
+            env = {**endpoint.env, **session.start(sandbox_dir=work)}  # no AUTOGRADER_SEED: tool_env leaves it out
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
                            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again",
                            findings=findings)
         limits = {"AUTOGRADER_CELL_TIMEOUT_S": str(int(cell_timeout_s)),
                   "AUTOGRADER_SUBMISSION_TIMEOUT_S": str(int(timeout_s))}
+        extra: list[str] = []
+        if work is not None:
+            extra, more = _sandbox_args(work, course, session, endpoint)
+            env.update(more)
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
-                         f"--Execute.timeout={int(cell_timeout_s)}", CONFIG_ARG],
+                         f"--Execute.timeout={int(cell_timeout_s)}", CONFIG_ARG, *extra],
                         course, timeout_s, env={**env, **limits}, memory_limit_gib=memory_limit_gib)
     finally:
         session.close()  # the reference process and the lab's Ray, before the leftovers are counted
         killed = leftovers.end()  # before anything is read back: nothing of it runs on
         endpoint.close()
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
     verdicts = session.seal()
     stopped = proc.returncode in (124, 125, 137)  # by the grader: what the kernel wrote is incomplete
     results = read_results(course, assignment, student) if not stopped else []

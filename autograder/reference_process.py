@@ -22,8 +22,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from pathlib import Path
 
 from .channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
+from .grader.sandbox import SANDBOX_GID
 from .processes import SAFE_PATH
 from .seed import without
 
@@ -57,18 +59,30 @@ class ReferenceProcess:
     authentication), so that no other submission's kernel can join it.
     """
 
-    def __init__(self, lab: str, *, ray: bool = False):
+    def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None):
         from .session import Learner
 
         self._ready, self._done = threading.Event(), threading.Event()
         self._conn = None
-        self._endpoint = Endpoint(self._hold)
+        self._endpoint = Endpoint(self._hold, gid=SANDBOX_GID if sandbox_dir else None)
         self._log = tempfile.TemporaryFile(mode="w+")
         env = {k: v for k, v in without(dict(os.environ)).items() if k != "RAY_ADDRESS"}  # its own Ray, no seed
         self.ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)} if ray else {}
         env.update(self.ray_env)
-        self.proc = subprocess.Popen([sys.executable, *SAFE_PATH, "-m", __name__, lab], env={**env, **self._endpoint.env},
-                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+        command = [sys.executable, *SAFE_PATH, "-m", __name__, lab]
+        self.network_from = None  # bubblewrap's report on the sandbox: the kernel joins its network
+        info = -1
+        if sandbox_dir is not None:
+            self.network_from = sandbox_dir / "ray-sandbox.json"
+            info = os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            command = self._sandboxed(command, sandbox_dir, info)
+        try:
+            self.proc = subprocess.Popen(command, env={**env, **self._endpoint.env}, stdin=subprocess.DEVNULL,
+                                         stdout=self._log, stderr=subprocess.STDOUT,
+                                         pass_fds=(info,) if info >= 0 else ())
+        finally:
+            if info >= 0:
+                os.close(info)
         if not self._ready.wait(START_TIMEOUT_S):
             self.close()
             raise RuntimeError(f"the reference process did not start: {self.log()[-500:]}")
@@ -78,6 +92,25 @@ class ReferenceProcess:
 
             self.ray_env["RAY_ADDRESS"] = self.remote.call("kit.address", ray_start(lab), what="starting the lab's Ray",
                                                            returns="string", timeout_s=START_TIMEOUT_S)
+
+    def _sandboxed(self, command: list[str], folder: Path, info_fd: int) -> list[str]:
+        """``command`` inside a sandbox of the grader's Ray user (:mod:`autograder.grader.sandbox`).
+
+        Learner actors run in this Ray's workers, so this Ray -- and this process, which starts
+        it -- get no more powers than they do: no grader process, file or network in sight.
+        Its session files live in ``folder/ray``, at ``/tmp/ray`` here and in the kernel's
+        sandbox, which joins this one's loopback (bubblewrap writes the pid to ``info_fd``).
+        """
+        from .grader import sandbox
+
+        shared = folder / "ray"
+        shared.mkdir(exist_ok=True)
+        os.chown(shared, sandbox.GRADER_RAY_UID, sandbox.SANDBOX_GID)
+        os.chmod(shared, 0o2770)
+        kit, _ = sandbox.kit_paths(reference=True)
+        box = sandbox.Sandbox(uid=sandbox.GRADER_RAY_UID, readable=(*sandbox.python_paths(), *kit, self._endpoint.address),
+                              binds=((str(shared), "/tmp/ray"),), etc=sandbox.etc_files(folder / "etc"))
+        return box.argv(command, cwd="/tmp", info_fd=info_fd)
 
     def _hold(self, conn) -> None:
         """The endpoint's handler: hand the connection over, keep it open until :meth:`close`."""

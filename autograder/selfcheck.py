@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import pkgutil
 import shutil
 import sys
@@ -69,6 +70,7 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
         target = course / "submitted" / STUDENT / lab
         target.mkdir(parents=True)
         shutil.copy(notebook, target / f"{lab}.ipynb")
+        os.chmod(course, 0o755)  # the sandboxed kernel's folder is inside; nothing else of it is shown there
         return nbgrader_run.autograde(course, lab, STUDENT, **limits)
 
 

@@ -229,11 +229,13 @@ class Session:
         self._sealed = False
         self._process = None  # the reference process, while grading
 
-    def start(self) -> dict[str, str]:
+    def start(self, sandbox_dir=None) -> dict[str, str]:
         """Start what grading this lab needs before the kernel runs; the kernel's extra environment.
 
         Labs whose checks use Ray get a reference process that starts the lab's Ray; the
         kernel joins it (``RAY_ADDRESS`` and this Ray's own token). Other labs need nothing.
+        With ``sandbox_dir`` that process and its Ray run in a sandbox of their own
+        (:meth:`autograder.reference_process.ReferenceProcess._sandboxed`).
         """
         from .checks import needs_ray
         from .reference_process import ReferenceProcess
@@ -241,8 +243,13 @@ class Session:
         self._grading = True
         if not needs_ray(self.lab):
             return {}
-        self._process = ReferenceProcess(self.lab, ray=True)
+        self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir)
         return dict(self._process.ray_env)
+
+    @property
+    def ray_network(self):
+        """bubblewrap's report on the sandbox of the lab's Ray (its network is the kernel's), or None."""
+        return getattr(self._process, "network_from", None)
 
     def close(self) -> None:
         """Stop the reference process (and the lab's Ray with it)."""

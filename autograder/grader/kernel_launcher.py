@@ -1,0 +1,61 @@
+"""The grading kernel's launcher: nbgrader starts this, it starts the kernel in the sandbox.
+
+A kernelspec (``kernel.json``, written per submission by :func:`install`) names this module
+instead of ``ipykernel_launcher``. Still the grader (root), before any learner code runs, it
+makes the notebook's folder the sandbox user's, lets that user read the kernel's connection
+file, and replaces itself with the sandboxed kernel (``os.execv``): the kernel nbgrader
+manages *is* the sandbox.
+
+Run as ``python -m autograder.grader.kernel_launcher SPEC.json CONNECTION_FILE``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import sandbox
+
+
+def install(folder: Path, spec: dict) -> dict[str, str]:
+    """Write the kernelspec and its spec under ``folder``; the environment that makes nbgrader
+    (through ``jupyter_client``) find it first for the notebooks' ``python3`` kernel."""
+    kernels = folder / "share" / "jupyter" / "kernels" / "python3"
+    kernels.mkdir(parents=True, exist_ok=True)
+    spec_path = folder / "kernel-sandbox.json"
+    spec_path.write_text(json.dumps(spec))
+    argv = [sys.executable, "-P", "-m", __name__, str(spec_path), "{connection_file}"]
+    (kernels / "kernel.json").write_text(json.dumps(
+        {"argv": argv, "display_name": "Python 3 (autograder sandbox)", "language": "python"}))
+    return {"JUPYTER_PATH": str(folder / "share" / "jupyter")}
+
+
+def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
+    """The sandboxed kernel's command line (see :class:`autograder.grader.sandbox.Sandbox`)."""
+    network = spec.get("network")
+    if spec.get("network_from"):  # the lab's Ray sandbox: share its loopback, nothing else
+        pid = sandbox.info_child(Path(spec["network_from"]))
+        if pid is None:
+            raise SystemExit("the lab's Ray sandbox is not running")
+        network = f"/proc/{pid}/ns/net"
+    box = sandbox.Sandbox(writable=(cwd, *spec.get("writable", ())),
+                          readable=(*spec["readable"], connection_file), hidden=tuple(spec.get("hidden", ())),
+                          network=network, etc=spec["etc"], env=dict(spec.get("env", {})), binds=tuple(map(tuple, spec.get("binds", ()))))
+    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
+    return box.argv(kernel, cwd=cwd)
+
+
+def main(spec_path: str, connection_file: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    cwd = os.getcwd()
+    sandbox.give(Path(cwd))
+    os.chown(connection_file, 0, sandbox.SANDBOX_GID)
+    os.chmod(connection_file, 0o640)
+    argv = command(spec, connection_file, cwd)
+    os.execvp(argv[0], argv)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

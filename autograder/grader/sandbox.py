@@ -1,0 +1,219 @@
+"""An operating-system sandbox for every process learner code runs or starts.
+
+Built from Debian's ``bubblewrap`` (``bwrap``) and util-linux's ``setpriv`` and ``prlimit``,
+run as root by the grader:
+
+* **its own user**: the sandbox drops to an unprivileged uid of its own (no capabilities, no
+  new privileges), so the kernel's file permissions, signals and ``ptrace`` rules apply to
+  it as to any other user;
+* **its own namespaces**: PID (it sees only its own processes, and they all end with it),
+  IPC, UTS, and a mount namespace whose root holds only the system, the Python install, the
+  kit's runtime packages (read-only, without the reference implementations) and the folder
+  it may write;
+* **private, size-capped** ``/tmp``, ``/dev/shm`` and home, thrown away with it;
+* **no network** but a loopback of its own -- or, for a lab whose Ray the grader starts, the
+  loopback of that Ray's sandbox and nothing else;
+* **caps** on processes, file size, core dumps and CPU time (``prlimit``), besides the memory
+  and wall-clock limits the grader already enforces on the whole tree.
+
+Why bubblewrap: it is a small, audited setuid-free tool packaged by Debian, starts in
+milliseconds (a container runtime adds seconds per kernel and a daemon), and works where
+the grader runs as root in a machine or container of its own; Flatpak builds on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KIT_ROOT = Path(__file__).resolve().parents[2]
+LEARNER_UID = 61000      # the uid learner code runs as (no entry in the host's /etc/passwd)
+GRADER_RAY_UID = 61001   # the uid of a lab's Ray and the reference process, when they run sandboxed
+SANDBOX_GID = 61000      # shared by both, so a kernel can reach its lab's Ray session files
+HOME = "/home/learner"
+TOOLS = ("bwrap", "setpriv", "prlimit")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandbox may use (PrairieLearn's external grader: 1,024 processes, 1 GiB disk)."""
+
+    processes: int = 1024            # RLIMIT_NPROC of its uid: a fork bomb stops here
+    file_bytes: int = 2 * 2**30      # RLIMIT_FSIZE: no single file larger
+    cpu_seconds: int = 3600          # RLIMIT_CPU per process: a spinning process is killed
+    tmp_bytes: int = 2 * 2**30       # /tmp and the home, each (tmpfs: memory, thrown away)
+    shm_bytes: int = 4 * 2**30       # /dev/shm (Ray's object store lives here)
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """One sandboxed command line: who it runs as, what it sees, what it may write.
+
+    ``writable`` folders are bound read-write at their own paths (the caller makes them the
+    sandbox user's); ``readable`` ones read-only; ``hidden`` ones are covered by an empty
+    folder. ``network`` is ``None`` for a loopback of its own, or the path of a network
+    namespace to share (``/proc/PID/ns/net`` of a Ray sandbox).
+    """
+
+    uid: int = LEARNER_UID
+    gid: int = SANDBOX_GID
+    writable: tuple[str, ...] = ()
+    readable: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    network: str | None = None
+    binds: tuple[tuple[str, str], ...] = ()  # (host folder, path inside), read-write, over the private /tmp
+    env: dict[str, str] = field(default_factory=dict)
+    limits: Limits = Limits()
+    etc: str = ""  # a folder holding the passwd and group files shown inside (see :func:`etc_files`)
+
+    def argv(self, command: list[str], *, cwd: str | None = None, info_fd: int | None = None) -> list[str]:
+        """The full command line that runs ``command`` inside this sandbox."""
+        prefix = ["nsenter", f"--net={self.network}", "--"] if self.network else []
+        args = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        if self.network is None:
+            args.append("--unshare-net")
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
+        args += _system_binds()
+        if self.etc:
+            args += ["--ro-bind", f"{self.etc}/passwd", "/etc/passwd", "--ro-bind", f"{self.etc}/group", "/etc/group"]
+        lim = self.limits
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 "--size", str(lim.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+                 "--size", str(lim.shm_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
+                 *_parents(HOME), "--size", str(lim.tmp_bytes), "--perms", "0700", "--tmpfs", HOME]
+        mounts = [(p, "--ro-bind") for p in self.readable] + [(p, "--bind") for p in self.writable]
+        for path, _ in mounts:
+            args += _parents(path)
+        for path, how in sorted(mounts, key=lambda m: len(Path(m[0]).parts)):
+            args += [how, path, path]
+        for path in self.hidden:
+            args += ["--perms", "0755", "--tmpfs", path]
+        for source, inside in self.binds:  # e.g. a lab's Ray session files at /tmp/ray
+            args += ["--bind", source, inside]
+        env = {"HOME": HOME, "USER": "learner", "LOGNAME": "learner", "TMPDIR": "/tmp",
+               "XDG_CACHE_HOME": f"{HOME}/.cache", "XDG_CONFIG_HOME": f"{HOME}/.config",
+               "MPLCONFIGDIR": f"{HOME}/.config/matplotlib", **self.env}
+        for key, value in env.items():
+            args += ["--setenv", key, value]
+        # a pid of the grader's namespace means nothing here (ipykernel would take its parent for
+        # dead and exit); --die-with-parent ends the sandbox with its parent instead
+        args += ["--unsetenv", "JPY_PARENT_PID"]
+        if cwd:
+            args += ["--chdir", cwd]
+        # Still root inside: make the home the sandbox user's, then drop to that user for good.
+        drop = ["prlimit", f"--nproc={lim.processes}", f"--fsize={lim.file_bytes}", "--core=0",
+                f"--cpu={lim.cpu_seconds}", "--",
+                "setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        init = f'chown {self.uid}:{self.gid} {HOME} && umask 007 && exec "$@"'
+        return [*prefix, *args, "/bin/sh", "-c", init, "sandbox", *drop, *command]
+
+
+def _system_binds() -> list[str]:
+    """The system, read-only: ``/usr`` and ``/etc``, Debian's merged-/usr links as links."""
+    args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for name in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    return args
+
+
+def _parents(path: str) -> list[str]:
+    """Folders above ``path``, made traversable (bubblewrap would copy /root's 0700)."""
+    out = []
+    parts = Path(path).parts
+    for i in range(2, len(parts)):
+        out += ["--perms", "0755", "--dir", str(Path(*parts[:i]))]
+    return out
+
+
+def python_paths() -> tuple[str, ...]:
+    """What a Python process of this install reads: its prefixes and every ``sys.path`` folder
+    outside them (an editable install's source), the kit's folder itself excepted."""
+    found = {sys.prefix, sys.base_prefix, *(p for p in sys.path if p and Path(p).is_dir())}
+    kit = str(KIT_ROOT)
+    keep = sorted(p for p in map(os.path.realpath, found) if p != kit and not p.startswith("/tmp"))
+    out: list[str] = []
+    for p in keep:  # drop folders inside one already kept
+        if not any(p.startswith(q.rstrip("/") + "/") for q in out):
+            out.append(p)
+    return tuple(out)
+
+
+def kit_paths(*, reference: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The kit's runtime packages to show (read-only), and what to hide inside them: the
+    reference implementations, unless the process is the grader's reference process."""
+    readable = tuple(str(KIT_ROOT / name) for name in ("course", "autograder"))
+    hidden = () if reference else (str(KIT_ROOT / "autograder" / "reference"),)
+    return readable, hidden
+
+
+def etc_files(folder: Path) -> str:
+    """Write the passwd and group files a sandbox shows: root and its own two users only, so
+    that libraries asking who they run as (Ray, getpass) get an answer."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "passwd").write_text(f"root:x:0:0:root:/root:/bin/sh\n"
+                                   f"learner:x:{LEARNER_UID}:{SANDBOX_GID}:learner:{HOME}:/bin/sh\n"
+                                   f"graderray:x:{GRADER_RAY_UID}:{SANDBOX_GID}:grader's Ray:{HOME}:/bin/sh\n")
+    (folder / "group").write_text(f"root:x:0:\nlearner:x:{SANDBOX_GID}:\n")
+    for name in ("passwd", "group"):
+        os.chmod(folder / name, 0o644)
+    os.chmod(folder, 0o755)
+    return str(folder)
+
+
+def give(path: Path, uid: int = LEARNER_UID, gid: int = SANDBOX_GID) -> None:
+    """Make ``path`` and everything under it the sandbox user's (links are not followed)."""
+    for root, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            os.lchown(os.path.join(root, name), uid, gid)
+    os.lchown(path, uid, gid)
+
+
+@functools.lru_cache(maxsize=1)
+def unavailable() -> str:
+    """Why no sandbox can be made here ('' when one can): a missing tool, not root, or a
+    trial sandbox that failed (a kernel without user or PID namespaces)."""
+    if not sys.platform.startswith("linux"):
+        return "the sandbox needs Linux namespaces"
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        return f"{', '.join(missing)} not found (Debian: apt-get install bubblewrap util-linux)"
+    if os.geteuid() != 0:
+        return "the sandbox switches to users of its own: run the grader as root (in its own machine or container)"
+    with tempfile.TemporaryDirectory(prefix="autograder-sandbox-") as tmp:
+        box = Sandbox(readable=python_paths(), etc=etc_files(Path(tmp) / "etc"))
+        probe = "import os; print(os.getuid(), len([p for p in os.listdir('/proc') if p.isdigit()]))"
+        try:
+            out = subprocess.run(box.argv([sys.executable, "-I", "-c", probe]), capture_output=True, text=True,
+                                 timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"a trial sandbox failed: {exc}"
+        if out.returncode != 0 or out.stdout.split()[:1] != [str(LEARNER_UID)]:
+            return f"a trial sandbox failed: {(out.stderr or out.stdout).strip()[-300:]}"
+    return ""
+
+
+def describe() -> str:
+    """One line for reports: what the sandbox is made of."""
+    return f"bubblewrap: uid {LEARNER_UID}, own PID/IPC/mount namespaces, private /tmp and home, no network"
+
+
+def info_child(path: Path) -> int | None:
+    """The sandboxed process's pid (host view) from bubblewrap's ``--info-fd`` output."""
+    try:
+        return int(json.loads(path.read_text())["child-pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
