@@ -297,9 +297,13 @@ def _sandbox_args(work: Path, course: Path, session, endpoint) -> tuple[list[str
     spec = {"readable": [*sandbox.python_paths(), *kit, endpoint.address],
             "hidden": list(hidden), "writable": [str(sockets), str(work / "ipython")],
             "etc": sandbox.etc_files(work / "etc"), "env": {"IPYTHONDIR": str(ipython)},
-            "network_from": str(session.ray_network) if session.ray_network else None}
+            "join": str(session.ray_network) if session.ray_network else None}
     if session.ray_network:
-        spec["binds"] = [[str(work / "ray"), "/tmp/ray"]]
+        # The kernel drives the lab's Ray as that Ray's own user: Ray's session files are written
+        # by both, and learner actors already run as that user inside that Ray's sandbox.
+        spec.update(binds=[[str(work / "ray"), "/tmp/ray"]], uid=sandbox.GRADER_RAY_UID)
+        sandbox.give(sockets, sandbox.GRADER_RAY_UID)
+        sandbox.give(work / "ipython", sandbox.GRADER_RAY_UID)
     env = kernel_launcher.install(work, spec)
     return ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}"], env
 

@@ -34,15 +34,15 @@ def install(folder: Path, spec: dict) -> dict[str, str]:
 
 def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
     """The sandboxed kernel's command line (see :class:`autograder.grader.sandbox.Sandbox`)."""
-    network = spec.get("network")
-    if spec.get("network_from"):  # the lab's Ray sandbox: share its loopback, nothing else
-        pid = sandbox.info_child(Path(spec["network_from"]))
+    join = None
+    if spec.get("join"):  # the lab's Ray sandbox: share its loopback and processes, nothing else
+        pid = sandbox.info_child(Path(spec["join"]))
         if pid is None:
             raise SystemExit("the lab's Ray sandbox is not running")
-        network = f"/proc/{pid}/ns/net"
-    box = sandbox.Sandbox(writable=(cwd, *spec.get("writable", ())),
+        join = f"/proc/{pid}"
+    box = sandbox.Sandbox(uid=int(spec.get("uid", sandbox.LEARNER_UID)), writable=(cwd, *spec.get("writable", ())),
                           readable=(*spec["readable"], connection_file), hidden=tuple(spec.get("hidden", ())),
-                          network=network, etc=spec["etc"], env=dict(spec.get("env", {})), binds=tuple(map(tuple, spec.get("binds", ()))))
+                          join=join, etc=spec["etc"], env=dict(spec.get("env", {})), binds=tuple(map(tuple, spec.get("binds", ()))))
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
     return box.argv(kernel, cwd=cwd)
 
@@ -50,7 +50,7 @@ def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
 def main(spec_path: str, connection_file: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     cwd = os.getcwd()
-    sandbox.give(Path(cwd))
+    sandbox.give(Path(cwd), int(spec.get("uid", sandbox.LEARNER_UID)))
     os.chown(connection_file, 0, sandbox.SANDBOX_GID)
     os.chmod(connection_file, 0o640)
     argv = command(spec, connection_file, cwd)

@@ -58,8 +58,8 @@ class Sandbox:
 
     ``writable`` folders are bound read-write at their own paths (the caller makes them the
     sandbox user's); ``readable`` ones read-only; ``hidden`` ones are covered by an empty
-    folder. ``network`` is ``None`` for a loopback of its own, or the path of a network
-    namespace to share (``/proc/PID/ns/net`` of a Ray sandbox).
+    folder. ``join`` is ``None`` for namespaces of its own, or ``/proc/PID`` of a process in a
+    lab's Ray sandbox whose network this one shares.
     """
 
     uid: int = LEARNER_UID
@@ -67,7 +67,7 @@ class Sandbox:
     writable: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
-    network: str | None = None
+    join: str | None = None
     binds: tuple[tuple[str, str], ...] = ()  # (host folder, path inside), read-write, over the private /tmp
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = Limits()
@@ -75,11 +75,15 @@ class Sandbox:
 
     def argv(self, command: list[str], *, cwd: str | None = None, info_fd: int | None = None) -> list[str]:
         """The full command line that runs ``command`` inside this sandbox."""
-        prefix = ["nsenter", f"--net={self.network}", "--"] if self.network else []
-        args = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        # Joining a lab's Ray sandbox: its network, the only loopback with that Ray. Ray 2.60's
+        # driver finds its node by looking for a raylet among the processes it can see, so such a
+        # kernel keeps the machine's PID namespace: it sees other users' processes there, and can
+        # neither signal, renice, trace nor read the memory or environment of any of them.
+        prefix = ["nsenter", f"--net={self.join}/ns/net", "--"] if self.join else []
+        args = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
-        if self.network is None:
-            args.append("--unshare-net")
+        if self.join is None:
+            args += ["--unshare-pid", "--unshare-net"]
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
         args += _system_binds()
