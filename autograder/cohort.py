@@ -26,7 +26,7 @@ from .nbgrader_run import Outcome, SetupError
 from .report import Result
 
 CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status", "failed_checks",
-              "flags", "static_findings", "seconds", "seconds_late"]
+              "flags", "static_findings", "seconds", "seconds_late", "sandbox"]
 
 
 def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
@@ -108,7 +108,7 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
                         "max_score": f"{o.max_score:g}", "late_penalty": f"{o.late_penalty:g}", "status": f"error: {o.error}" if o.error else "graded",
                         "failed_checks": " ".join(failed), "flags": " ".join(o.flags),
                         "static_findings": len(o.findings), "seconds": f"{o.seconds:.0f}",
-                        "seconds_late": f"{o.seconds_late:.0f}"})
+                        "seconds_late": f"{o.seconds_late:.0f}", "sandbox": "bubblewrap" if o.sandboxed else "none"})
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     os.replace(tmp, path)
@@ -141,9 +141,22 @@ def _no_bytecode():
             os.environ["PYTHONDONTWRITEBYTECODE"] = before[1]
 
 
-def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None, **limits) -> int:
-    """Grade every submission; exit code 0 when all were graded, 1 when any failed to grade."""
+def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None,
+        sandboxed: bool = True, **limits) -> int:
+    """Grade every submission; exit code 0 when all were graded, 1 when any failed to grade.
+
+    Each submission runs in the sandbox (:mod:`autograder.grader.sandbox`); where none can be
+    made this refuses, unless ``sandboxed=False`` (``--unsandboxed``), which the CSV records.
+    """
+    from .grader import sandbox
+
     course = Path(course).resolve()
+    if sandboxed and (why := sandbox.unavailable()):
+        raise SetupError(f"grade runs every submission in a sandbox, and none can be made here: {why}. "
+                         "Pass --unsandboxed to grade without one (grades.csv then says sandbox=none)")
+    if not sandboxed:
+        print("warning: grading without a sandbox: learner code runs as you, with your files and processes in reach")
+    limits["sandboxed"] = sandboxed
     pairs = submissions(course, assignment)
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)

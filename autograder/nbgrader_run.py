@@ -69,6 +69,7 @@ class Outcome:
     seconds: float = 0.0                                  # wall time the grading took (a hang shows here)
     seconds_late: float = 0.0                             # past the due date (nbgrader's timestamp.txt)
     late_penalty: float = 0.0                             # nbgrader's late-submission plugin's, in points
+    sandboxed: bool = False                               # learner code ran in the OS sandbox
 
     @property
     def score(self) -> float:
@@ -363,7 +364,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     log += "".join(f"\n[autograder | an ungraded cell raised] {e}" for e in raised)
     log += "".join(f"\n[autograder | static check] {f}" for f in findings)
     outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed), cell_errors=raised,
-                      findings=findings, seconds=time.monotonic() - started)
+                      findings=findings, seconds=time.monotonic() - started, sandboxed=sandboxed)
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode == 137:

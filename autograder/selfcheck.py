@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import pkgutil
 import shutil
 import sys
@@ -62,6 +61,10 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
         from .kernel_check import grade_in_kernel
 
         return grade_in_kernel(notebook, lab, **limits)
+    if limits.get("sandboxed") is None:  # in the sandbox wherever one can be made
+        from .grader import sandbox
+
+        limits["sandboxed"] = not sandbox.unavailable()
     with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
         course = Path(tmp)
         shutil.copy(KIT_ROOT / "nbgrader_config.py", course)
@@ -70,14 +73,23 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
         target = course / "submitted" / STUDENT / lab
         target.mkdir(parents=True)
         shutil.copy(notebook, target / f"{lab}.ipynb")
-        os.chmod(course, 0o755)  # the sandboxed kernel's folder is inside; nothing else of it is shown there
         return nbgrader_run.autograde(course, lab, STUDENT, **limits)
 
 
 def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbose: bool = False,
-        **limits) -> int:
-    """Print the report; exit code 0 when graded, 1 when grading itself failed."""
-    outcome = grade_notebook(notebook, lab, **limits)
+        unsandboxed: bool = False, **limits) -> int:
+    """Print the report; exit code 0 when graded, 1 when grading itself failed.
+
+    The notebook runs in the grader's sandbox where one can be made; on a learner's own machine
+    it may run without (tampering there fools only the learner), and the report says so.
+    """
+    from .grader import sandbox
+
+    why_not = "--unsandboxed" if unsandboxed else sandbox.unavailable()
+    if why_not and not as_json:
+        print(f"no sandbox ({why_not}): your notebook runs as you -- fine for a self-check; "
+              "an instructor's `grade` runs it in one")
+    outcome = grade_notebook(notebook, lab, sandboxed=not why_not, **limits)
     if not answer_keys() and not as_json:
         print("student bundle: your notebook ran in its own kernel and was checked there; checks that "
               "need the reference solutions are SKIP (your instructor's grading measures them)")
@@ -98,6 +110,7 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
         print("".join(f"  {e}\n" for e in outcome.cell_errors), end="")
     print_report(outcome.results, as_json=as_json,
                  extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error,
+                        "sandboxed": not why_not,
                         "flags": outcome.flags, "killed": outcome.killed, "cell_errors": outcome.cell_errors,
                         "findings": outcome.findings, "seconds": round(outcome.seconds, 1)})
     if not as_json:
