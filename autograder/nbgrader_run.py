@@ -302,10 +302,13 @@ def _sandbox_args(work: Path, course: Path, session, endpoint) -> tuple[list[str
     if session.ray_network:
         # The kernel drives the lab's Ray as that Ray's own user: Ray's session files are written
         # by both, and learner actors already run as that user inside that Ray's sandbox.
-        spec.update(binds=[[str(work / "ray"), "/tmp/ray"]], uid=sandbox.GRADER_RAY_UID)
+        spec.update(uid=sandbox.GRADER_RAY_UID)
         sandbox.give(sockets, sandbox.GRADER_RAY_UID)
         sandbox.give(work / "ipython", sandbox.GRADER_RAY_UID)
     env = kernel_launcher.install(work, spec)
+    runtime = work / "runtime"  # the kernel's connection file, where a Ray lab's kernel can see it
+    runtime.mkdir(mode=0o755)
+    env["JUPYTER_RUNTIME_DIR"] = str(runtime)
     return ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}"], env
 
 
@@ -334,7 +337,11 @@ def autograde(course: Path, assignment: str, student: str, *,
     work = Path(tempfile.mkdtemp(prefix="autograder-sandbox-")) if sandboxed else None
     try:
         try:
-            env = {**endpoint.env, **session.start(sandbox_dir=work)}  # no AUTOGRADER_SEED: tool_env leaves it out
+            share = ()
+            if work is not None:  # what a Ray lab's kernel needs, shown in its Ray's sandbox too
+                (course / "autograded").mkdir(exist_ok=True)
+                share = (str(course / "autograded"), endpoint.address)
+            env = {**endpoint.env, **session.start(sandbox_dir=work, share=share)}  # no AUTOGRADER_SEED here
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
                            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again",

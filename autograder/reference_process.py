@@ -59,7 +59,7 @@ class ReferenceProcess:
     authentication), so that no other submission's kernel can join it.
     """
 
-    def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None):
+    def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None, share: tuple[str, ...] = ()):
         from .session import Learner
 
         self._ready, self._done = threading.Event(), threading.Event()
@@ -75,7 +75,7 @@ class ReferenceProcess:
         if sandbox_dir is not None:
             self.network_from = sandbox_dir / "ray-sandbox.json"
             info = os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            command = self._sandboxed(command, sandbox_dir, info)
+            command = self._sandboxed(command, sandbox_dir, info, share)
         try:
             self.proc = subprocess.Popen(command, env={**env, **self._endpoint.env}, stdin=subprocess.DEVNULL,
                                          stdout=self._log, stderr=subprocess.STDOUT,
@@ -93,13 +93,15 @@ class ReferenceProcess:
             self.ray_env["RAY_ADDRESS"] = self.remote.call("kit.address", ray_start(lab), what="starting the lab's Ray",
                                                            returns="string", timeout_s=START_TIMEOUT_S)
 
-    def _sandboxed(self, command: list[str], folder: Path, info_fd: int) -> list[str]:
+    def _sandboxed(self, command: list[str], folder: Path, info_fd: int, share: tuple[str, ...]) -> list[str]:
         """``command`` inside a sandbox of the grader's Ray user (:mod:`autograder.grader.sandbox`).
 
         Learner actors run in this Ray's workers, so this Ray -- and this process, which starts
         it -- get no more powers than they do: no grader process, file or network in sight.
-        Its session files live in ``folder/ray``, at ``/tmp/ray`` here and in the kernel's
-        sandbox, which joins this one's loopback (bubblewrap writes the pid to ``info_fd``).
+        Its session files live in ``folder/ray``, at ``/tmp/ray``. The kernel's sandbox enters
+        this one's namespaces (bubblewrap writes the pid to ``info_fd``), so what it needs from
+        the grader -- ``folder`` (its sockets and kernelspec), ``share`` (the notebook's folder,
+        its endpoint) -- is bound here too, at the same paths.
         """
         from .grader import sandbox
 
@@ -109,6 +111,7 @@ class ReferenceProcess:
         os.chmod(shared, 0o2770)
         kit, _ = sandbox.kit_paths(reference=True)
         box = sandbox.Sandbox(uid=sandbox.GRADER_RAY_UID, readable=(*sandbox.python_paths(), *kit, self._endpoint.address),
+                              writable=(str(folder), *share),
                               binds=((str(shared), "/tmp/ray"),), etc=sandbox.etc_files(folder / "etc"))
         return box.argv(command, cwd="/tmp", info_fd=info_fd)
 
@@ -140,12 +143,24 @@ class ReferenceProcess:
         self._log.close()
 
 
+def _not_dumpable() -> None:
+    """No process of this process's user may trace it or read its memory (``PR_SET_DUMPABLE``
+    0): in a Ray lab, learner actors run as the same user in the same sandbox."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
 def main(lab: str) -> None:
     """Serve the grader's requests on the reference implementations until it says bye."""
     from . import agent, channel
 
     from .checks import for_lab
 
+    _not_dumpable()
     conn = channel.connect()
     for_lab(lab)  # the lab's own kit steps, if it has any
     names = namespace(lab)

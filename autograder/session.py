@@ -229,7 +229,7 @@ class Session:
         self._sealed = False
         self._process = None  # the reference process, while grading
 
-    def start(self, sandbox_dir=None) -> dict[str, str]:
+    def start(self, sandbox_dir=None, share: tuple[str, ...] = ()) -> dict[str, str]:
         """Start what grading this lab needs before the kernel runs; the kernel's extra environment.
 
         Labs whose checks use Ray get a reference process that starts the lab's Ray; the
@@ -243,7 +243,7 @@ class Session:
         self._grading = True
         if not needs_ray(self.lab):
             return {}
-        self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir)
+        self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share)
         return dict(self._process.ray_env)
 
     @property

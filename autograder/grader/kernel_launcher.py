@@ -39,7 +39,7 @@ def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
         pid = sandbox.info_child(Path(spec["join"]))
         if pid is None:
             raise SystemExit("the lab's Ray sandbox is not running")
-        join = f"/proc/{pid}"
+        join = str(pid)
     box = sandbox.Sandbox(uid=int(spec.get("uid", sandbox.LEARNER_UID)), writable=(cwd, *spec.get("writable", ())),
                           readable=(*spec["readable"], connection_file), hidden=tuple(spec.get("hidden", ())),
                           join=join, etc=spec["etc"], env=dict(spec.get("env", {})), binds=tuple(map(tuple, spec.get("binds", ()))))

@@ -58,8 +58,8 @@ class Sandbox:
 
     ``writable`` folders are bound read-write at their own paths (the caller makes them the
     sandbox user's); ``readable`` ones read-only; ``hidden`` ones are covered by an empty
-    folder. ``join`` is ``None`` for namespaces of its own, or ``/proc/PID`` of a process in a
-    lab's Ray sandbox whose network this one shares.
+    folder. ``join`` is ``None`` for namespaces of its own, or the pid of a process in a lab's
+    Ray sandbox whose mount, PID and network namespaces this one enters (its /tmp included).
     """
 
     uid: int = LEARNER_UID
@@ -75,11 +75,10 @@ class Sandbox:
 
     def argv(self, command: list[str], *, cwd: str | None = None, info_fd: int | None = None) -> list[str]:
         """The full command line that runs ``command`` inside this sandbox."""
-        # Joining a lab's Ray sandbox: its network, the only loopback with that Ray. Ray 2.60's
-        # driver finds its node by looking for a raylet among the processes it can see, so such a
-        # kernel keeps the machine's PID namespace: it sees other users' processes there, and can
-        # neither signal, renice, trace nor read the memory or environment of any of them.
-        prefix = ["nsenter", f"--net={self.join}/ns/net", "--"] if self.join else []
+        # Joining a lab's Ray sandbox (its mount, PID and network namespaces): the kernel sees
+        # that Ray's processes with the pids its actors report (lab 02 kills them by pid), its
+        # /tmp (files a kernel hands its actors by path) and its loopback -- nothing of the machine.
+        prefix = ["nsenter", f"--target={self.join}", "--mount", "--pid", "--net", "--"] if self.join else []
         args = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
         if self.join is None:
@@ -90,10 +89,13 @@ class Sandbox:
         if self.etc:
             args += ["--ro-bind", f"{self.etc}/passwd", "/etc/passwd", "--ro-bind", f"{self.etc}/group", "/etc/group"]
         lim = self.limits
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--size", str(lim.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
-                 "--size", str(lim.shm_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
-                 *_parents(HOME), "--size", str(lim.tmp_bytes), "--perms", "0700", "--tmpfs", HOME]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if self.join:  # the Ray sandbox's own, shared with its actors
+            args += ["--bind", "/tmp", "/tmp", "--bind", "/dev/shm", "/dev/shm"]
+        else:
+            args += ["--size", str(lim.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+                     "--size", str(lim.shm_bytes), "--perms", "1777", "--tmpfs", "/dev/shm"]
+        args += [*_parents(HOME), "--size", str(lim.tmp_bytes), "--perms", "0700", "--tmpfs", HOME]
         mounts = [(p, "--ro-bind") for p in self.readable] + [(p, "--bind") for p in self.writable]
         for path, _ in mounts:
             args += _parents(path)

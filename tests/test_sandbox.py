@@ -1,0 +1,157 @@
+"""The OS sandbox learner code runs in (autograder/grader/sandbox.py), tried directly.
+
+A probe runs inside a sandbox and tries what a hostile submission would: the grader's
+processes, its files and home, the kit, the network, the caps. Each try must fail, and
+nothing it does may outlive it. (The same sandbox under real gradings: tests/test_labs.py
+grades every lab in it; tests/test_sandbox_attacks.py grades hostile notebooks.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.grader import sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _require():
+    why = sandbox.unavailable()
+    if why:
+        if os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
+            pytest.fail(f"COURSE_KIT_REQUIRE_SANDBOX is set, but no sandbox can be made: {why}")
+        pytest.skip(f"no sandbox here: {why}")
+
+
+PROBE = textwrap.dedent('''
+    import errno, json, os, signal, socket, sys
+    out = {"uid": os.getuid(), "gid": os.getgid()}
+    args = json.loads(sys.argv[1])
+    def attempt(name, fn):
+        try:
+            fn()
+            out[name] = "done"
+        except OSError as exc:
+            out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+    out["pids_seen"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    attempt("signal_grader", lambda: os.kill(args["canary_pid"], signal.SIGSTOP))
+    attempt("read_grader_environ", lambda: open(f"/proc/{args['canary_pid']}/environ", "rb").read())
+    attempt("write_kit", lambda: open(args["kit_file"], "a").write("# planted"))
+    attempt("read_secret", lambda: open(args["secret"]).read())
+    attempt("write_secret_dir", lambda: open(os.path.join(os.path.dirname(args["secret"]), "planted.py"), "w").write("x"))
+    home = os.path.expanduser("~")
+    out["home"] = home
+    def startup():
+        os.makedirs(home + "/.ipython/profile_default/startup", exist_ok=True)
+        open(home + "/.ipython/profile_default/startup/00-planted.py", "w").write("print('planted')")
+    attempt("write_home_startup", startup)
+    attempt("write_tmp", lambda: open("/tmp/planted-by-learner", "w").write("x"))
+    def fill_tmp():
+        with open("/tmp/fill", "wb") as f:
+            for _ in range(64):
+                f.write(b"\\0" * 2**20)
+    attempt("fill_tmp", fill_tmp)
+    os.unlink("/tmp/fill") if os.path.exists("/tmp/fill") else None
+    attempt("connect_host_listener", lambda: socket.create_connection(("127.0.0.1", args["port"]), timeout=2))
+    attempt("connect_outside", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))
+    def fork_bomb():
+        kids = []
+        try:
+            for _ in range(200):
+                pid = os.fork()
+                if pid == 0:
+                    signal.pause()
+                    os._exit(0)
+                kids.append(pid)
+        finally:
+            out["forked"] = len(kids)
+            for pid in kids:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    attempt("fork_bomb", fork_bomb)
+    if os.fork() == 0:  # a daemon left behind: double fork, new session, sleeps on
+        os.setsid()
+        if os.fork() == 0:
+            open("/tmp/daemon", "w").write(str(os.getpid()))
+            os.execvp("sleep", ["sleep", "300"])
+        os._exit(0)
+    os.wait()
+    print(json.dumps(out))
+''')
+
+
+def test_sandbox_takes_the_grader_s_powers_away(tmp_path):
+    _require()
+    # what the grader owns: a process (a canary standing in for the grader), a file only it
+    # can read beside a module a later process would import, a listener on the host loopback
+    canary = subprocess.Popen(["sleep", "300"], env={"SECRET": "the grader's"})
+    secret_dir = tmp_path / "grader"
+    secret_dir.mkdir(mode=0o700)
+    (secret_dir / "secret.txt").write_text("seed=42")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    kit_file = ROOT / "course" / "__init__.py"
+    before = kit_file.read_bytes()
+    args = {"canary_pid": canary.pid, "kit_file": str(kit_file), "secret": str(secret_dir / "secret.txt"),
+            "port": listener.getsockname()[1]}
+    box = sandbox.Sandbox(readable=(*sandbox.python_paths(), *sandbox.kit_paths(reference=False)[0]),
+                          etc=sandbox.etc_files(tmp_path / "etc"),
+                          limits=sandbox.Limits(processes=64, tmp_bytes=16 * 2**20))
+    try:
+        out = subprocess.run(box.argv([sys.executable, "-I", "-c", PROBE, json.dumps(args)]),
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        status = Path(f"/proc/{canary.pid}/status").read_text()
+    finally:
+        canary.kill()
+        listener.close()
+    assert (got["uid"], got["gid"]) == (sandbox.LEARNER_UID, sandbox.SANDBOX_GID)
+    assert canary.pid not in got["pids_seen"] and len(got["pids_seen"]) < 10, got["pids_seen"]
+    assert "State:\tS" in status  # the canary was not stopped
+    assert got["signal_grader"] == "ESRCH" and got["read_grader_environ"] == "ENOENT"
+    assert got["write_kit"] in ("EROFS", "EACCES") and kit_file.read_bytes() == before
+    assert got["read_secret"] in ("ENOENT", "EACCES") and got["write_secret_dir"] in ("ENOENT", "EACCES", "EROFS")
+    assert not (secret_dir / "planted.py").exists()
+    assert got["write_home_startup"] == "done" and got["home"] == sandbox.HOME  # its own home, thrown away:
+    assert not any(Path(p).expanduser().joinpath(".ipython/profile_default/startup/00-planted.py").exists()
+                   for p in ("~", sandbox.HOME))
+    assert got["write_tmp"] == "done" and not Path("/tmp/planted-by-learner").exists()
+    assert got["fill_tmp"] == "ENOSPC"  # 16 MiB cap in this test
+    assert got["connect_host_listener"] == "ECONNREFUSED"  # its own loopback: nothing listens there
+    assert got["connect_outside"] in ("ENETUNREACH", "EHOSTUNREACH")
+    assert got["fork_bomb"] == "EAGAIN" and got["forked"] < 64
+    time.sleep(0.5)
+    left = subprocess.run(["ps", "-o", "pid=", "-u", str(sandbox.LEARNER_UID)], capture_output=True, text=True).stdout
+    assert not left.split(), f"processes of the sandbox user outlived it: {left}"
+
+
+def test_a_kernel_sees_no_reference_solutions():
+    """The kit is shown read-only to a kernel, without autograder/reference."""
+    _require()
+    readable, hidden = sandbox.kit_paths(reference=False)
+    assert str(ROOT / "autograder" / "reference") in hidden
+    assert not any(Path(p).name in ("solutions", "submitted", "autograded") for p in readable)
+    assert sandbox.kit_paths(reference=True)[1] == ()
+
+
+def test_grade_refuses_to_run_without_a_sandbox(tmp_path, monkeypatch, capsys):
+    from autograder import cli
+
+    (tmp_path / "nbgrader_config.py").write_text("")
+    (tmp_path / "submitted" / "s1" / "00_measure").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "unavailable", lambda: "bwrap not found")
+    assert cli.main(["grade", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "none can be made here: bwrap not found" in err and "--unsandboxed" in err
