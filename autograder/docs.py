@@ -139,6 +139,13 @@ def rules_page() -> str:
             "Assigning `__class__` and writing through `__dict__` or `vars(...)` are flagged too; so "
             "are the private names (`_x`) and dunder attributes of imported modules, and using one of "
             "the [refused names](allowlist.md#refused) through an allowed import (`os.environ`)."],
+        "module-attribute-assignment": [
+            "`time.perf_counter = ...`, `del time.sleep`, `setattr(time, ...)`, also through aliases "
+            "(`import time as t`, `t = time`, `from course import bench`)."],
+        "computed-getattr": [
+            "`setattr`/`delattr` with a computed name; `getattr` with a computed name on a module, or "
+            "with a name built in place (`\"__glo\" + \"bals__\"`). `getattr(obj, name)` with the name in "
+            "a variable is allowed on objects that are not modules."],
         "dynamic-code": [
             f"The built-ins {_names(sc._DYNAMIC_CODE)}; loading with `allow_pickle=True`; and a "
             f"string that is not a literal given to {_names(sc._CODE_RUNNERS)} (a literal one is "
