@@ -4,7 +4,9 @@ Both are made from one setting, ``[tool.course-kit]`` in ``pyproject.toml``: ``s
 pip requirement a setup cell installs) and ``repository`` and ``branch`` (where "Open in Colab"
 opens a lab from). ``python -m autograder colab`` writes them into every ``solutions/``
 notebook -- the setup cell first among the code cells, the badge under the title -- and the
-README's table; ``nbgrader generate_assignment`` carries them into ``labs/``. At run time
+README's lab table (the one table of labs: the documentation site includes it, between its
+``--8<--`` markers, on ``docs/learners/labs.md``); ``nbgrader generate_assignment`` carries
+them into ``labs/``. At run time
 ``COURSE_KIT_SOURCE`` overrides the source (the tests point it at a local checkout).
 """
 
@@ -58,7 +60,8 @@ def badge(lab: str, root: Path = KIT_ROOT) -> str:
 
 def write(root: Path = KIT_ROOT) -> list[Path]:
     """Put the setup cell and the badge into every ``solutions/`` notebook, and the badges into
-    the README's lab table; the notebooks changed (run ``nbgrader generate_assignment`` next)."""
+    the README's lab table (which ``docs/learners/labs.md`` includes); the notebooks changed
+    (run ``nbgrader generate_assignment`` next)."""
     import nbformat
 
     changed = []

@@ -103,7 +103,7 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
         print(f"flagged: the notebook's kernel reported passes the grader did not confirm: {' '.join(outcome.flags)}")
     if outcome.findings and not as_json:
         print(f"static check: {len(outcome.findings)} finding(s) -- not scored, but an instructor's grading "
-              "flags them for review (README, 'Static check of learner cells'):")
+              "flags them for review (docs/static-check/index.md):")
         print("".join(f"  {f}\n" for f in outcome.findings), end="")
     if outcome.cell_errors and not as_json:
         print("cells that raised (not graded, but a check that uses what they define fails too):")

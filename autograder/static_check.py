@@ -1,6 +1,6 @@
 """A static check of a lab notebook's learner cells, before anything runs.
 
-The grade never depends on trusting the kernel (see the README's trust boundary), but some
+The grade never depends on trusting the kernel (docs/security/trust-boundary.md), but some
 code has no business in a learner cell: code that reaches the grader's internals, patches
 modules, runs strings as code or runs shell commands. This module reads a notebook and
 reports such code as :class:`Finding` s, each naming its cell and line, without running or
@@ -610,7 +610,7 @@ def _reason(dotted: str) -> str:
     for k in range(len(parts), 0, -1):
         if ".".join(parts[:k]) in _REASONS:
             return _REASONS[".".join(parts[:k])]
-    return "not on the allowlist of modules for learner cells (README, 'Static check')"
+    return "not on the allowlist of modules for learner cells (docs/static-check/allowlist.md)"
 
 
 def _refused_outright(dotted: str) -> bool:

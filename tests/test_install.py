@@ -40,12 +40,18 @@ def test_nbgrader_config():
     assert 60 <= c.Execute.timeout <= 600
 
 
-def test_readme_and_ci_run_the_same_test_command():
-    readme = (ROOT / "README.md").read_text()
+def test_readme_docs_and_ci_run_the_same_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
-    for command in ('python -m pip install -e ".[test]"', "python -m pytest"):
-        assert command in readme
+    for page in (ROOT / "README.md", ROOT / "docs" / "learners" / "install.md"):
+        for command in ('python -m pip install -e ".[test]"', "python -m pytest"):
+            assert command in page.read_text(), page
     assert "python -m pytest" in ci and '-e ".[test]"' in ci
+
+
+def test_the_docs_extra_builds_the_site_and_the_tests_install_it():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {r.split(">")[0] for r in extras["docs"]} >= {"mkdocs", "mkdocs-material"}
+    assert "docs" in re.search(r"\[([\w,]+)\]", extras["test"][0]).group(1).split(",")
 
 
 def test_the_base_install_is_what_notebooks_import_and_keeps_colabs_pins():

@@ -3,7 +3,7 @@
 A check takes the grading :class:`~autograder.session.Session`, reaches learner code only
 through ``session.learner.call(...)`` (and the reference through ``session.reference``), and
 raises ``AssertionError`` with a one-line reason when a target is missed. It runs in the
-grader's process (README, "The trust boundary"); its hidden test cell is
+grader's process (docs/security/trust-boundary.md); its hidden test cell is
 ``autograder.grade("<name>")``, and its verdict is the grade whatever the kernel shows. The
 check's name is that cell's nbgrader ``grade_id`` without the ``test-`` prefix, so the CLI's
 report, the gradebook and ``autograder.check()`` in a notebook all agree.
