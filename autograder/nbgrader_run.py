@@ -306,9 +306,8 @@ def _sandbox_args(work: Path, course: Path, session, endpoint) -> tuple[list[str
         sandbox.give(sockets, sandbox.GRADER_RAY_UID)
         sandbox.give(work / "ipython", sandbox.GRADER_RAY_UID)
     env = kernel_launcher.install(work, spec)
-    runtime = work / "runtime"  # the kernel's connection file, where a Ray lab's kernel can see it
-    runtime.mkdir(mode=0o755)
-    env["JUPYTER_RUNTIME_DIR"] = str(runtime)
+    (work / "runtime").mkdir(mode=0o755)  # the kernel's connection file, where its sandbox sees it
+    sandbox.give(work / "runtime", int(spec.get("uid", sandbox.LEARNER_UID)))  # ipykernel makes its folder 0700
     return ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}"], env
 
 
@@ -335,6 +334,8 @@ def autograde(course: Path, assignment: str, student: str, *,
     endpoint = Endpoint(session.serve, gid=SANDBOX_GID if sandboxed else None)
     leftovers = Leftovers()
     work = Path(tempfile.mkdtemp(prefix="autograder-sandbox-")) if sandboxed else None
+    if work is not None:
+        os.chmod(work, 0o755)  # sandboxes pass through it to their own folders inside
     try:
         try:
             share = ()

@@ -165,6 +165,21 @@ def _learner_pid(actor_id: str, what: str) -> int:
 
 
 @step
+def scratch_folder() -> str:
+    """Reference side: a fresh folder for the learner's checkpoints, made where the lab's Ray
+    and the kernel see it (in the sandbox, that Ray's own /tmp; not the grader's)."""
+    folder = tempfile.mkdtemp(prefix="ckpt-")
+    os.chmod(folder, 0o770)
+    return folder
+
+
+@step
+def remove_folder(folder: str) -> None:
+    """Reference side: throw a checkpoint folder away."""
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@step
 def kill_actor(actor_id: str, what: str) -> int:
     """Reference side: SIGKILL the learner's actor process (found in Ray's records); its pid."""
     pid = _learner_pid(actor_id, what)
@@ -280,7 +295,9 @@ def measure_checkpoint(session: Session) -> dict:
     every = rng.randint(*T.ckpt_every)
     xs = [rng.randint(1, 1000) for _ in range(T.ckpt_items)]
     kills = sorted(rng.sample([n for n in range(every + 1, T.ckpt_items - 1) if n % every], T.ckpt_kills))
-    folder = tempfile.mkdtemp(prefix="ckpt-")
+    ref = session.reference
+    folder = ref.call("kit.scratch_folder", what="making a checkpoint folder", returns="string",
+                      timeout_s=T.restart_timeout_s)
     path = os.path.join(folder, f"accumulator-{session.seed}.json")
     what = "CheckpointedAccumulator"
     learner, timeout_s = session.learner, session.call_timeout_s
@@ -318,7 +335,7 @@ def measure_checkpoint(session: Session) -> dict:
             final = state()
     finally:
         learner.call("kit.release", stashed("accumulator"), what="releasing the actor", timeout_s=timeout_s)
-        shutil.rmtree(folder, ignore_errors=True)
+        ref.call("kit.remove_folder", folder, what="removing the checkpoint folder", timeout_s=T.restart_timeout_s)
     return {"every": every, "xs": xs, "events": events, "final": final, "path": path}
 
 

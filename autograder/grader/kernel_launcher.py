@@ -51,9 +51,13 @@ def main(spec_path: str, connection_file: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     cwd = os.getcwd()
     sandbox.give(Path(cwd), int(spec.get("uid", sandbox.LEARNER_UID)))
-    os.chown(connection_file, 0, sandbox.SANDBOX_GID)
-    os.chmod(connection_file, 0o640)
-    argv = command(spec, connection_file, cwd)
+    # a copy the sandbox can read, in the grader's folder for this submission (nbclient may
+    # write the original anywhere, e.g. /tmp, which a Ray lab's kernel does not see)
+    copy = Path(spec_path).parent / "runtime" / Path(connection_file).name
+    copy.write_bytes(Path(connection_file).read_bytes())
+    os.chown(copy, 0, sandbox.SANDBOX_GID)
+    os.chmod(copy, 0o640)
+    argv = command(spec, str(copy), cwd)
     os.execvp(argv[0], argv)
 
 

@@ -45,7 +45,9 @@ TOOLS = ("bwrap", "setpriv", "prlimit")
 class Limits:
     """What one sandbox may use (PrairieLearn's external grader: 1,024 processes, 1 GiB disk)."""
 
-    processes: int = 1024            # RLIMIT_NPROC of its uid: a fork bomb stops here
+    processes: int = 8192            # RLIMIT_NPROC of its uid: a fork bomb stops here. Linux counts
+                                     # threads too, and one Ray worker has dozens (lab 02's kernel
+                                     # died at 1,024 under its chaos run)
     file_bytes: int = 2 * 2**30      # RLIMIT_FSIZE: no single file larger
     cpu_seconds: int = 3600          # RLIMIT_CPU per process: a spinning process is killed
     tmp_bytes: int = 2 * 2**30       # /tmp and the home, each (tmpfs: memory, thrown away)
