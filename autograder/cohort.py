@@ -151,13 +151,13 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     from .grader import sandbox
 
     course = Path(course).resolve()
+    pairs = submissions(course, assignment)
     if sandboxed and (why := sandbox.unavailable()):
         raise SetupError(f"grade runs every submission in a sandbox, and none can be made here: {why}. "
                          "Pass --unsandboxed to grade without one (grades.csv then says sandbox=none)")
     if not sandboxed:
         print("warning: grading without a sandbox: learner code runs as you, with your files and processes in reach")
     limits["sandboxed"] = sandboxed
-    pairs = submissions(course, assignment)
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)
     outcomes = []

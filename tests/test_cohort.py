@@ -149,7 +149,7 @@ def test_submissions_and_csv(tmp_path):
     rows = list(csv.DictReader(out.open()))
     assert rows[0] == {"student_id": "s1", "assignment": "00_measure", "score": "2", "max_score": "3",
                        "late_penalty": "3", "status": "graded", "failed_checks": "b", "flags": "",
-                       "static_findings": "1", "seconds": "42", "seconds_late": "3600"}
+                       "static_findings": "1", "seconds": "42", "seconds_late": "3600", "sandbox": "none"}
     assert rows[1]["status"].startswith("error: nbgrader autograde failed")
 
 

@@ -9,6 +9,7 @@ import sqlite3
 
 import pytest
 
+from autograder.grader import sandbox
 from autograder import cli, cohort, nbgrader_run
 from notebooks import make_course, released, submit, variant
 
@@ -76,7 +77,8 @@ def graded(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("AUTOGRADER_SEED", SEED)             # deterministic workloads, so fakes can be checked
     mp.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")   # a hang costs 20 s, not 60
-    code = cohort.run(course, LAB, cell_timeout_s=45, timeout_s=600, memory_limit_gib=MEMORY_LIMIT_GIB)
+    code = cohort.run(course, LAB, cell_timeout_s=45, timeout_s=600, memory_limit_gib=MEMORY_LIMIT_GIB,
+                      sandboxed=not sandbox.unavailable())  # in the sandbox wherever one can be made
     mp.undo()
     with open(course / "grades.csv") as f:
         rows = {r["student_id"]: r for r in csv.DictReader(f)}
@@ -100,6 +102,7 @@ def test_solution(graded):  # the blank lab 00: test_nbgrader_run (graded throug
     _, rows, course = graded
     assert (rows["alice-solution"]["score"], rows["alice-solution"]["max_score"]) == ("14", "14")
     assert rows["alice-solution"]["status"] == "graded"
+    assert {r["sandbox"] for r in rows.values()} == {"bubblewrap" if not sandbox.unavailable() else "none"}
     # the lesson's demonstrations (graded with the solution) run as written
     assert nbgrader_run.cell_errors(course / "autograded" / "alice-solution" / LAB) == []
 
@@ -130,7 +133,10 @@ def test_exits_ray_shutdown_before_every_graded_cell_and_fd_noise_cost_nothing_e
 def test_gradebook_tampering_is_undone(graded):
     _, rows, course = graded
     row = rows["ivan-gradebook"]
-    assert row["score"] == "0" and "changed the course's or the kit's own files" in row["status"]
+    if row["sandbox"] == "bubblewrap":  # the gradebook is nowhere in the sandbox: nothing to undo
+        assert row["status"] == "graded"
+    else:  # unsandboxed, the kernel found it: put back, and the submission scores 0
+        assert row["score"] == "0" and "changed the course's or the kit's own files" in row["status"]
     with sqlite3.connect(course / "gradebook.db") as con:
         alice = con.execute(
             "select sum(g.auto_score) from grade g join submitted_notebook sn on g.notebook_id = sn.id "

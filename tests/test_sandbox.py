@@ -150,7 +150,7 @@ def test_grade_refuses_to_run_without_a_sandbox(tmp_path, monkeypatch, capsys):
     from autograder import cli
 
     (tmp_path / "nbgrader_config.py").write_text("")
-    (tmp_path / "submitted" / "s1" / "00_measure").mkdir(parents=True)
+    (tmp_path / "submitted" / "s1" / "00_measure").mkdir(parents=True)  # a course with a submission
     monkeypatch.setattr(sandbox, "unavailable", lambda: "bwrap not found")
     assert cli.main(["grade", str(tmp_path)]) == 2
     err = capsys.readouterr().err
