@@ -49,6 +49,14 @@ _os_kill = os.kill
 BACKOFF_INITIAL_S = 10.0
 BACKOFF_CAP_S = 300.0
 NODE_FAILURE_TOLERATION_S = 300.0
+# kube-controller-manager's --node-monitor-grace-period: how long a silent node stays Ready before
+# it is marked NotReady/Unknown, and the 300 s above start counting. 50 s from Kubernetes 1.32,
+# 40 s before (kubernetes.io "kube-controller-manager" reference; kubernetes/kubernetes PR #126287).
+NODE_MONITOR_GRACE_S = 50.0
+# Ray's GCS health checks of each node: the defaults of `src/ray/common/ray_config_def.h`, used
+# when the installed Ray cannot be asked (`health_checks()` reads the installed Ray's values).
+HEALTH_CHECK_DEFAULTS = {"initial_delay_ms": 5000, "period_ms": 3000, "timeout_ms": 10000,
+                         "failure_threshold": 5}
 DEAD_AFTER_S = 2.0  # ActorDiedError for this long: the actor is not coming back
 
 
@@ -436,6 +444,46 @@ def crashloop_backoff(restarts: int, *, initial_s: float = BACKOFF_INITIAL_S,
     running. Recent releases let a node configure the cap.)
     """
     return [0.0 if k == 0 else min(initial_s * 2 ** (k - 1), cap_s) for k in range(restarts)]
+
+
+def health_checks() -> dict:
+    """The GCS health-check settings of the installed Ray (``ray_config_def.h``: initial delay,
+    period, timeout, failure threshold), as this process's Ray config reports them; the
+    defaults in :data:`HEALTH_CHECK_DEFAULTS` where it cannot be asked."""
+    try:
+        from ray._raylet import Config
+
+        return {"initial_delay_ms": int(Config.health_check_initial_delay_ms()),
+                "period_ms": int(Config.health_check_period_ms()),
+                "timeout_ms": int(Config.health_check_timeout_ms()),
+                "failure_threshold": int(Config.health_check_failure_threshold())}
+    except Exception:  # noqa: BLE001 -- an older or newer Ray without these accessors
+        return dict(HEALTH_CHECK_DEFAULTS)
+
+
+def node_death_detection_s(checks: dict | None = None) -> dict:
+    """About how long the GCS takes to declare a failed node dead, in seconds, two cases.
+
+    The GCS checks each node every ``period``; a check fails at once when the node refuses the
+    connection (its machine is up, its raylet gone), or after ``timeout`` when nothing answers
+    (machine or network down); the next check follows ``period`` after a failed one, and
+    ``failure_threshold`` failures in a row mark the node dead. So about threshold × period
+    (``refused``) or threshold × (timeout + period) (``timed_out``), give or take one period
+    for where the failure fell between two checks. The initial delay applies only to a node
+    that has just registered.
+    """
+    c = checks or health_checks()
+    n, period, timeout = c["failure_threshold"], c["period_ms"] / 1e3, c["timeout_ms"] / 1e3
+    return {"refused": n * period, "timed_out": n * (timeout + period)}
+
+
+def k8s_node_failure_s(grace_s: float = NODE_MONITOR_GRACE_S,
+                       toleration_s: float = NODE_FAILURE_TOLERATION_S) -> float:
+    """Seconds from a node going silent to its pods' eviction with Kubernetes' defaults: the
+    node-monitor grace period (until NotReady/Unknown), then the 300 s default toleration. A
+    replacement pod still has to be scheduled and started after that; a StatefulSet's pod is not
+    replaced at all until the Node object is deleted or the pod force-deleted."""
+    return grace_s + toleration_s
 
 
 def k8s_restart_model(cold_start_s: float, restarts: int) -> list[float]:

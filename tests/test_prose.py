@@ -235,3 +235,80 @@ def test_the_shard_size_definition_holds():
     # read from the source, so that this test imports no Ray
     images = re.search(r"^SHARD_IMAGES = (\d+)", (ROOT / "course" / "locality.py").read_text(), re.M)
     assert int(images.group(1)) * 64 * 64 == 4 * 2**20
+
+
+# --- lesson length and closing (issue 28) -------------------------------------------------
+# Labs 00-04; the capstone (05) has its own issue.
+
+LESSON_LABS = [p for p in NOTEBOOKS if p.parent.name[:2] in {"00", "01", "02", "03", "04"}]
+CELL_WORDS = 200      # no markdown cell longer than this (collapsed "Going deeper" cells included)
+LESSON_WORDS = 1300   # a lab's markdown, not counting what sits collapsed in <details>
+COLLAPSED = re.compile(r"<details>.*?</details>", re.S)
+
+
+def words(text: str) -> int:
+    return len(re.findall(r"\S+", text))
+
+
+def markdown_cells(path):
+    return [(i, "".join(c["source"])) for i, c in enumerate(json.loads(path.read_text())["cells"])
+            if c["cell_type"] == "markdown"]
+
+
+def long_cells(path, limit=CELL_WORDS):
+    return [(i, words(s)) for i, s in markdown_cells(path) if words(s) > limit]
+
+
+def lesson_words(path) -> int:
+    return sum(words(COLLAPSED.sub(" ", s)) for _, s in markdown_cells(path))
+
+
+def closing_problems(path) -> list[str]:
+    """What the end of a lab lacks: the computed takeaways (a code cell calling
+    course.takeaways for this lab, after the verdict table), a self-quiz of three questions with
+    hidden answers, and "Before you submit" last."""
+    lab = path.parent.name
+    cells = json.loads(path.read_text())["cells"]
+    src = ["".join(c["source"]) for c in cells]
+    take = [i for i, (c, s) in enumerate(zip(cells, src))
+            if c["cell_type"] == "code" and f'course.takeaways.markdown("{lab}"' in s]
+    verdict = [i for i, s in enumerate(src) if "course.verdicts.for_lab(" in s]
+    quiz = [i for i, (c, s) in enumerate(zip(cells, src))
+            if c["cell_type"] == "markdown" and "Self-quiz" in s and s.count("<details>") >= 3]
+    problems = []
+    if not take:
+        problems.append("no code cell renders course.takeaways.markdown(lab, ...)")
+    elif verdict and take[-1] < verdict[-1]:
+        problems.append("the takeaways come before the verdict table")
+    if not quiz or (take and quiz[-1] < take[-1]):
+        problems.append("no self-quiz (three <details> answers) after the takeaways")
+    if "Before you submit" not in src[-1]:
+        problems.append('the last cell is not "Before you submit"')
+    return problems
+
+
+def test_a_long_cell_and_a_missing_closing_are_caught(tmp_path):
+    lab = LESSON_LABS[0]
+    nb = json.loads(lab.read_text())
+    nb["cells"].insert(3, {"cell_type": "markdown", "metadata": {}, "source": ["word " * (CELL_WORDS + 1)]})
+    nb["cells"] = [c for c in nb["cells"] if "course.takeaways" not in "".join(c["source"])]
+    planted = tmp_path / lab.parent.name / lab.name
+    planted.parent.mkdir()
+    planted.write_text(json.dumps(nb))
+    assert long_cells(planted) == [(3, CELL_WORDS + 1)]
+    assert "no code cell renders course.takeaways.markdown(lab, ...)" in closing_problems(planted)
+
+
+@pytest.mark.parametrize("path", LESSON_LABS, ids=lambda p: p.parent.name)
+def test_no_markdown_cell_over_the_limit(path):
+    assert not long_cells(path), f"markdown cells over {CELL_WORDS} words (cell, words): {long_cells(path)}"
+
+
+@pytest.mark.parametrize("path", LESSON_LABS, ids=lambda p: p.parent.name)
+def test_lesson_prose_fits_the_budget(path):
+    assert lesson_words(path) <= LESSON_WORDS, f"{lesson_words(path)} words of lesson markdown"
+
+
+@pytest.mark.parametrize("path", LESSON_LABS, ids=lambda p: p.parent.name)
+def test_every_lab_closes_with_its_numbers_and_a_quiz(path):
+    assert not closing_problems(path), closing_problems(path)

@@ -1,0 +1,186 @@
+""""What your numbers showed": each lab's closing bullets, computed from the learner's results.
+
+One function per lab takes ``numbers`` -- ``{lab: {key: value}}`` as
+:func:`course.results.load_all` returns it -- and returns three to five sentences, each built
+from a saved measurement (never a fixed number). A missing number gives a bullet saying which
+section to run, never an exception. :func:`markdown` renders them as a list for the notebook.
+Like :mod:`course.verdicts`, this module imports no Ray and runs no kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from .verdicts import _lab, _mib, _ms, _num
+
+CLAIMED_RESTART_S = 0.030   # C3's "~30 ms" (the claim, quoted in lab 02)
+CLAIMED_OVERHEAD = 0.15     # C5's "~15 %"
+C8_PER_GPU = 10_000 / 200   # C8's images/s per GPU
+
+
+def _run(section: str) -> str:
+    return f"not measured yet: run {section} and this cell again"
+
+
+def lab00(numbers: Mapping) -> list[str]:
+    d = _lab(numbers, "00_measure")
+    out = []
+    if d.get("backend"):
+        out.append(f"Your kernels ran on **{d['backend']}** (`{d.get('fingerprint', '?')}`): every number "
+                   "below belongs to that machine.")
+    rates = d.get("kernel_images_per_s")
+    if isinstance(rates, dict) and rates:
+        by = {int(k): float(v) for k, v in rates.items() if isinstance(v, (int, float))}
+        lo, hi = min(by), max(by, key=by.get)
+        out.append(f"Batch size mattered: {by[hi]:,.0f} images/s at {hi} images per call vs "
+                   f"{by[lo]:,.0f} at {lo} — {by[hi] / by[lo]:.1f}× from batching alone.")
+    else:
+        out.append("Batch sweep " + _run("section 5"))
+    best = _num(d, "best_images_per_s")
+    if best:
+        out.append(f"At your best batch size one device did {best:,.0f} images/s; the C8 claim needs "
+                   f"{C8_PER_GPU:g} per GPU, so this kernel alone would need {10_000 / best:.2g} of your "
+                   "device for 10k images/s — before decoding, copying or the network.")
+    else:
+        out.append("C8 data point " + _run("section 7"))
+    if d.get("best_batch") is not None:
+        out.append(f"Your `best_batch_size` chose {d['best_batch']}.")
+    return out
+
+
+def lab01(numbers: Mapping) -> list[str]:
+    d = _lab(numbers, "01_actor_scaling")
+    out = []
+    p50, p99 = _num(d, "call_p50_s"), _num(d, "call_p99_s")
+    if p50 is not None and p99 is not None:
+        out.append(f"One blocking actor call took {_ms(p50)} at the median and {_ms(p99)} at p99 on this "
+                   "machine: one client, not a cluster's tail.")
+    else:
+        out.append("Per-call latency " + _run("section 2"))
+    by = d.get("actor_images_per_s_by_batch")
+    if isinstance(by, dict) and by:
+        rates = {int(k): float(v) for k, v in by.items() if isinstance(v, (int, float))}
+        lo, hi = min(rates), max(rates, key=rates.get)
+        out.append(f"Calls of {hi} images gave {rates[hi] / rates[lo]:.1f}× the images/s of calls of {lo}: "
+                   "the fixed cost of a call is paid once per call.")
+    over = _num(d, "call_overhead_s")
+    if over:
+        out.append(f"Your fitted overhead, {_ms(over)} per call, caps one driver at about {1 / over:,.0f} "
+                   "calls/s, whatever the number of GPUs.")
+    n, es, el = _num(d, "fleet_size"), _num(d, "efficiency_short"), _num(d, "efficiency_long")
+    ts, tl = _num(d, "short_kernel_s"), _num(d, "long_kernel_s")
+    if None not in (n, es, el, ts, tl):
+        out.append(f"On {n:.0f} emulated GPUs, efficiency was {es:.2f} with {_ms(ts)} kernels and {el:.2f} "
+                   f"with {_ms(tl)} kernels: the work per call, not the GPU count, decided where scaling stopped.")
+    else:
+        out.append("Fleet efficiency " + _run("section 4"))
+    return out
+
+
+def lab02(numbers: Mapping) -> list[str]:
+    d = _lab(numbers, "02_restart_recovery")
+    out = []
+    p50, p95 = _num(d, "restart_p50_s"), _num(d, "restart_p95_s")
+    if p50 is not None:
+        out.append(f"A SIGKILLed actor answered again after {_ms(p50)} (p50)"
+                   + (f", {_ms(p95)} (p95)" if p95 is not None else "")
+                   + f": {p50 / CLAIMED_RESTART_S:.2g}× the claimed 30 ms, on a live node.")
+    else:
+        out.append("Restart latency " + _run("section 1"))
+    lost, dup = _num(d, "at_most_once_lost"), _num(d, "at_least_once_duplicates")
+    eo_d, eo_m = _num(d, "exactly_once_duplicates"), _num(d, "exactly_once_missing")
+    if lost is not None and dup is not None:
+        s = f"Retries off lost {lost:.0f} items; retries on applied {dup:.0f} effects twice"
+        if eo_d is not None and eo_m is not None:
+            s += f"; your idempotent worker: {eo_d:.0f} twice, {eo_m:.0f} missing"
+        out.append(s + ".")
+    else:
+        out.append("Delivery under chaos " + _run("section 3"))
+    rebuilt, gone = d.get("lineage_rebuilt"), d.get("lineage_lost")
+    if isinstance(rebuilt, list) and isinstance(gone, list):
+        out.append(f"After the node loss lineage rebuilt {', '.join(rebuilt) or 'nothing'} and lost "
+                   f"{', '.join(gone) or 'nothing'}: lineage is for task outputs, not state.")
+    else:
+        out.append("Lineage after node loss " + _run("section 4"))
+    cold = _num(d, "cold_start_s")
+    if cold is not None:
+        out.append(f"A cold process start took {_ms(cold)} here: the floor under any container restart, "
+                   "before Kubernetes' back-off is added.")
+    return out
+
+
+def lab03(numbers: Mapping) -> list[str]:
+    d = _lab(numbers, "03_quotas")
+    out = []
+    none, quota = _num(d, "isolation_none"), _num(d, "isolation_quota")
+    if none is not None and quota is not None:
+        out.append(f"Under the flood the quiet tenants kept {none:.2f}× their solo throughput without quotas "
+                   f"and {quota:.2f}× with custom-resource quotas.")
+    else:
+        out.append("Isolation " + _run("sections 2 and 3"))
+    peaks, quotas = d.get("quota_peaks"), d.get("quotas")
+    if isinstance(peaks, dict) and isinstance(quotas, dict) and quotas:
+        over = [t for t, q in quotas.items() if not (isinstance(peaks.get(t), (int, float)) and peaks[t] <= q)]
+        out.append(f"Peak GPUs held under the flood: {peaks} for quotas {quotas} — "
+                   + ("no tenant went over, because every kernel asked for its tenant's resource."
+                      if not over else f"{', '.join(over)} went over."))
+    ratio, step = _num(d, "quota_throughput_ratio"), _num(d, "overhead_resolution")
+    if ratio is not None:
+        s = f"The quotas' cost on a saturated pool: {(1 - ratio) * 100:+.0f} % of throughput"
+        if step is not None:
+            s += (f", measured in steps of {step * 100:.0f} % (one wave of kernels), next to the claimed "
+                  f"{CLAIMED_OVERHEAD * 100:.0f} %")
+        out.append(s + ".")
+    else:
+        out.append("Quota overhead " + _run("exercise 1's cells"))
+    groups = _num(d, "quota_throughput_ratio_groups")
+    if groups is not None:
+        out.append(f"Placement groups: {(1 - groups) * 100:+.0f} % of saturated throughput, and their reserved "
+                   "GPUs sit idle when their tenant has no work.")
+    return out
+
+
+def lab04(numbers: Mapping) -> list[str]:
+    d = _lab(numbers, "04_data_affinity")
+    out = []
+    la, lb, lc = (_num(d, k) for k in ("locality_fraction_naive", "locality_fraction_tasks", "locality_fraction"))
+    if la is not None:
+        s = f"Locality on the uneven placement: naive actors {la:.2f}"
+        s += f", tasks {lb:.2f}" if lb is not None else ""
+        s += f", pinned actors {lc:.2f}" if lc is not None else ""
+        out.append(s + ".")
+    else:
+        out.append("Locality " + _run("section 2"))
+    naive, aware, total = (_num(d, k) for k in ("cross_node_bytes_naive", "cross_node_bytes_aware", "input_bytes"))
+    if naive is not None:
+        s = f"Ray itself copied {_mib(naive)} between nodes for the naive actors"
+        if aware is not None:
+            s += f" and {_mib(aware)} for the pinned ones"
+        if total:
+            s += f", of {_mib(total)} processed"
+        out.append(s + ": data does move, and Ray moves it.")
+    link = _num(d, "link_bytes_per_s")
+    if link:
+        out.append(f"One shard crossed an emulated link at {link / 1e6:,.0f} MB/s: localhost, a ceiling "
+                   "no data-centre network gives you.")
+    if lb is not None and la is not None:
+        out.append("Tasks that take the data as arguments " + ("kept more of it in place than naive actors"
+                                                               if lb > la else "did not beat naive actors here")
+                   + ": Ray places tasks, not actors, by their data.")
+    return out
+
+
+RULES: dict[str, Callable[[Mapping], list[str]]] = {
+    "00_measure": lab00, "01_actor_scaling": lab01, "02_restart_recovery": lab02,
+    "03_quotas": lab03, "04_data_affinity": lab04}
+
+
+def bullets(lab: str, numbers: Mapping) -> list[str]:
+    """Three to five sentences about ``lab`` from the learner's ``numbers``."""
+    got = RULES[lab](numbers or {})
+    return got[:5]
+
+
+def markdown(lab: str, numbers: Mapping) -> str:
+    """The bullets as a Markdown list under the heading the labs close with."""
+    return "### What your numbers showed\n\n" + "\n".join(f"* {b}" for b in bullets(lab, numbers))
