@@ -70,6 +70,19 @@ def peer_pid(conn: Connection) -> int | None:
         return None
 
 
+def innermost_pid(pid: int) -> int:
+    """``pid`` as the innermost PID namespace it lives in numbers it (``NSpid`` in
+    ``/proc/PID/status``): a sandboxed kernel's pid as its Ray records it. ``pid`` itself when
+    it is in this namespace only, or cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return pid
+
+
 def hang_up(conn: Connection) -> None:
     """Shut a connection down so that a thread blocked reading it wakes up."""
     try:
