@@ -338,10 +338,7 @@ def autograde(course: Path, assignment: str, student: str, *,
         os.chmod(work, 0o755)  # sandboxes pass through it to their own folders inside
     try:
         try:
-            share = ()
-            if work is not None:  # what a Ray lab's kernel needs, shown in its Ray's sandbox too
-                (course / "autograded").mkdir(exist_ok=True)
-                share = (str(course / "autograded"), endpoint.address)
+            share = () if work is None else (endpoint.address,)  # what a Ray lab's kernel needs there too
             env = {**endpoint.env, **session.start(sandbox_dir=work, share=share)}  # no AUTOGRADER_SEED here
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "

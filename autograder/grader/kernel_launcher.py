@@ -40,7 +40,11 @@ def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
         if pid is None:
             raise SystemExit("the lab's Ray sandbox is not running")
         join = str(pid)
-    box = sandbox.Sandbox(uid=int(spec.get("uid", sandbox.LEARNER_UID)), writable=(cwd, *spec.get("writable", ())),
+    # The notebook's folder stays the grader's: nbgrader (root) writes the graded notebook there
+    # and chmods what it finds, following links a kernel could plant. The kernel works in an
+    # empty, size-capped folder of its own at that path instead.
+    box = sandbox.Sandbox(uid=int(spec.get("uid", sandbox.LEARNER_UID)), writable=tuple(spec.get("writable", ())),
+                          private=(cwd,),
                           readable=(*spec["readable"], connection_file), hidden=tuple(spec.get("hidden", ())),
                           join=join, etc=spec["etc"], env=dict(spec.get("env", {})), binds=tuple(map(tuple, spec.get("binds", ()))))
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
@@ -50,7 +54,6 @@ def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
 def main(spec_path: str, connection_file: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     cwd = os.getcwd()
-    sandbox.give(Path(cwd), int(spec.get("uid", sandbox.LEARNER_UID)))
     # a copy the sandbox can read, in the grader's folder for this submission (nbclient may
     # write the original anywhere, e.g. /tmp, which a Ray lab's kernel does not see)
     copy = Path(spec_path).parent / "runtime" / Path(connection_file).name

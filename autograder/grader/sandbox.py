@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,7 @@ class Sandbox:
     hidden: tuple[str, ...] = ()
     join: str | None = None
     binds: tuple[tuple[str, str], ...] = ()  # (host folder, path inside), read-write, over the private /tmp
+    private: tuple[str, ...] = ()  # more empty, size-capped folders of its own (a kernel's working folder)
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = Limits()
     etc: str = ""  # a folder holding the passwd and group files shown inside (see :func:`etc_files`)
@@ -106,7 +108,9 @@ class Sandbox:
         for path in self.hidden:
             args += ["--perms", "0755", "--tmpfs", path]
         for source, inside in self.binds:  # e.g. a lab's Ray session files at /tmp/ray
-            args += ["--bind", source, inside]
+            args += [*_parents(inside), "--bind", source, inside]
+        for path in self.private:
+            args += [*_parents(path), "--size", str(lim.tmp_bytes), "--perms", "0700", "--tmpfs", path]
         env = {"HOME": HOME, "USER": "learner", "LOGNAME": "learner", "TMPDIR": "/tmp",
                "XDG_CACHE_HOME": f"{HOME}/.cache", "XDG_CONFIG_HOME": f"{HOME}/.config",
                "MPLCONFIGDIR": f"{HOME}/.config/matplotlib", **self.env}
@@ -122,7 +126,8 @@ class Sandbox:
                 f"--cpu={lim.cpu_seconds}", "--",
                 "setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-        init = f'chown {self.uid}:{self.gid} {HOME} && umask 007 && exec "$@"'
+        owned = " ".join(shlex.quote(p) for p in (HOME, *self.private))
+        init = f'chown {self.uid}:{self.gid} {owned} && umask 007 && exec "$@"'
         return [*prefix, *args, "/bin/sh", "-c", init, "sandbox", *drop, *command]
 
 
