@@ -39,7 +39,6 @@ from notebooks import make_course, released, submit, variant
 pytestmark = [pytest.mark.timeout(2400), pytest.mark.grading]
 
 ALL = os.environ.get("COURSE_KIT_ATTACKS_ALL") == "1"
-slow_all = [pytest.mark.slow, pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")]
 SANDBOX_UIDS = (sandbox.LEARNER_UID, sandbox.GRADER_RAY_UID)
 
 LAB00 = "00_measure"
@@ -142,7 +141,7 @@ def _host_leftovers() -> list[str]:
     return sorted(out)
 
 
-def _sandbox_processes() -> list[str]:
+def _sandbox_processes(lab: str) -> list[str]:
     """Processes of the sandbox's users started for this test's students (their working folder
     names the student: other sandboxes may run on a shared machine), or carrying the attack's
     daemon marker, on the host."""
@@ -159,7 +158,7 @@ def _sandbox_processes() -> list[str]:
             cwd = os.readlink(f"/proc/{p}/cwd")
         except OSError:
             cwd = ""
-        if (uid in SANDBOX_UIDS and any(f"/{s}/" in cwd + "/" for s in (ATTACKER, HONEST))) or f"{MARK}-daemon" in cmd:
+        if (uid in SANDBOX_UIDS and any(f"/{s}/{lab}" in cwd for s in (ATTACKER, HONEST))) or f"{MARK}-daemon" in cmd:
             out.append(f"{p} uid {uid}: {cmd[:100]}")
     return out
 
@@ -184,7 +183,7 @@ def _grade_cohort(tmp: Path, lab: str, attack_cells, base: Path | None = None, *
         reports = {p.stem.removeprefix("os-attacks-"): json.loads(p.read_text()) for p in folder.glob("os-attacks-*.json")}
         return {"code": code, "rows": rows, "course": course, "reports": reports, "outside": outside,
                 "canary_before": canary_before, "canary_after": outside.canary_state(), "seconds": seconds,
-                "left": _sandbox_processes(), "host_after": _host_leftovers(),
+                "left": _sandbox_processes(lab), "host_after": _host_leftovers(),
                 "site_after": sorted(os.listdir(sysconfig.get_paths()["purelib"])),
                 "files_after": {n: (p.read_text(errors="replace"), oct(p.stat().st_mode & 0o777))
                                 for n, p in outside.files.items()}}
@@ -216,11 +215,26 @@ def lab00(tmp_path_factory):
             pass
 
 
+# timed against the machine: on a 2-core machine shared with other work these may miss their
+# tier whoever runs them (the attack cells come after every graded cell, so they cannot cost them)
+LOAD_DEPENDENT = {LAB00: {"batch-real-tier1": 1.0, "batch-real-tier2": 1.0},
+                  LAB01: {"worker-tier1": 1.0, "worker-tier2": 1.0, "driver-tier1": 1.0, "driver-tier2": 1.0}}
+
+
+def _scores_full(row, lab):
+    """Full marks, but for what machine load alone may cost (:data:`LOAD_DEPENDENT`)."""
+    failed = set(row["failed_checks"].split())
+    lost = sum(LOAD_DEPENDENT[lab].get(c, 0.0) for c in failed)
+    return (row["status"] == "graded" and float(row["max_score"]) == FULL[lab]
+            and failed <= set(LOAD_DEPENDENT[lab]) and float(row["score"]) == FULL[lab] - lost)
+
+
 def test_lab00_attacker_keeps_its_own_points_and_the_honest_student_scores_full(lab00):
     rows = lab00["rows"]
+    assert set(lab00["reports"]) == {"attacker", "attacker-fill", "attacker-fork"}, sorted(lab00["reports"])
     for student in (ATTACKER, HONEST):  # the attack cells come after the last graded cell
         row = rows[student]
-        assert (float(row["score"]), float(row["max_score"]), row["status"]) == (FULL[LAB00], FULL[LAB00], "graded"), row
+        assert _scores_full(row, LAB00), row
         assert row["sandbox"] == "bubblewrap"
     honest = lab00["course"] / "autograded" / HONEST / LAB00
     assert not list(honest.glob("*PWNED*")), "code the attacker planted ran in the honest student's kernel"
@@ -232,7 +246,7 @@ def test_lab00_processes_of_the_grader_cannot_be_seen_signalled_reniced_traced_o
     assert not _blocked(report, ["see-", "find-", "stop-", "signal-", "renice-", "ptrace-", "read-grader-proc",
                                  "read-canary-proc", "kill-"]), json.dumps(report, indent=1)
     before, after = lab00["canary_before"], lab00["canary_after"]
-    assert after == {**before, "alive": True} and after["state"] in "SR" and after["tracer"] == 0, (before, after)
+    assert after["alive"] and after["state"] in "SR" and after["tracer"] == 0 and after["nice"] == before["nice"], (before, after)
 
 
 def test_lab00_files_of_the_grader_kit_course_and_other_students_are_out_of_reach(lab00):
@@ -329,10 +343,10 @@ GRADER_RAY = [f"{verb}-{word}" for word in ("reference_process", "raylet", "gcs_
 def test_lab01_root_processes_files_and_network_are_out_of_reach(lab01, who):
     report = _report(lab01, who)
     assert not _blocked(report, [*ROOT_TARGETS, "read-canary-file", "write-", "read-course", "read-other",
-                                 "read-kit", "read-installed-kit", "create-", "read-etc", "tcp-", "udp-", "dns-"]), \
+                                 "read-installed-kit", "create-", "read-etc", "tcp-", "udp-", "dns-"]), \
         json.dumps(report, indent=1)
     before, after = lab01["canary_before"], lab01["canary_after"]
-    assert after == {**before, "alive": True} and after["state"] in "SR" and after["tracer"] == 0, (before, after)
+    assert after["alive"] and after["state"] in "SR" and after["tracer"] == 0 and after["nice"] == before["nice"], (before, after)
     assert lab01["outside"].accepted == [] and lab01["left"] == []
     assert lab01["host_after"] == lab01["outside"].host_before
 
@@ -343,8 +357,7 @@ def test_lab01_attacker_keeps_its_own_points_and_the_honest_student_scores_full(
     rows = lab01["rows"]
     assert set(lab01["reports"]) >= {"attacker", "ray-task"}, sorted(lab01["reports"])  # the xfails below read them
     assert float(rows[ATTACKER]["score"]) == 0 and rows[ATTACKER]["status"] == "graded", rows[ATTACKER]
-    honest = rows[HONEST]
-    assert (float(honest["score"]), float(honest["max_score"]), honest["status"]) == (FULL[LAB01], FULL[LAB01], "graded")
+    assert _scores_full(rows[HONEST], LAB01), rows[HONEST]
     assert not list((lab01["course"] / "autograded" / HONEST / LAB01).glob("*PWNED*"))
 
 
@@ -376,13 +389,23 @@ def test_lab01_grader_ray_and_reference_process_are_out_of_reach(lab01, who):
     assert not _blocked(report, ["find-reference_process", *GRADER_RAY]), json.dumps(report, indent=1)
 
 
+READS_REFERENCE = pytest.mark.xfail(strict=True, reason=(
+    "FINDING: the lab's Ray sandbox shows the kit with autograder/reference (kit_paths(reference=True): the "
+    "reference process needs it) and learner tasks run in that Ray's workers: a task lists and reads "
+    "autograder/reference/lab01.py, the reference answers the kernel's own sandbox hides. Fix: learner work on "
+    "a raylet in a sandbox without them; or the reference process loads them before it starts Ray and the Ray "
+    "workers' sandbox does not show them"))
+
+
+@pytest.mark.parametrize("who", ["attacker", pytest.param("ray-task", marks=READS_REFERENCE)])
+@pytest.mark.slow
+@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+def test_lab01_reference_implementations_are_hidden(lab01, who):
+    report = _report(lab01, who)
+    assert not _blocked(report, ["list-kit", "read-kit"]), json.dumps(report, indent=1)
+
+
 # -- slow: check, memory, /dev/shm and the notebook folder ------------------------------------
-
-@pytest.fixture
-def _all_only():
-    if not ALL:
-        pytest.skip("set COURSE_KIT_ATTACKS_ALL=1 to run it")
-
 
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
@@ -394,7 +417,7 @@ def test_check_runs_the_attacker_in_the_sandbox(tmp_path, monkeypatch):
 
     class Keep:  # keep check's temporary course, to read the attacker's report back
         def __init__(self, prefix=None, **_):
-            self.name = str(tmp_path / "check")
+            self.name = str(tmp_path / f"kept-{len(kept)}")  # (tempfile's own: every user of it is patched)
             os.makedirs(self.name)
             kept.append(Path(self.name))
 
@@ -404,6 +427,9 @@ def test_check_runs_the_attacker_in_the_sandbox(tmp_path, monkeypatch):
         def __exit__(self, *exc):
             return False
 
+        def cleanup(self):
+            pass
+
     course = make_course(tmp_path / "course", [LAB00])
     outside = Outside(tmp_path, course, LAB00)
     try:
@@ -411,11 +437,11 @@ def test_check_runs_the_attacker_in_the_sandbox(tmp_path, monkeypatch):
                      after={LAST_GRADED[LAB00]: [attacks_os.cell(outside.T, "attacker", skip=("fill-", "fork-"))]})
         monkeypatch.setattr(selfcheck.tempfile, "TemporaryDirectory", Keep)
         outcome = selfcheck.grade_notebook(nb, LAB00)
-        report = json.loads(next(kept[0].glob(f"autograded/*/{LAB00}/os-attacks-attacker.json")).read_text())
+        report = json.loads(next(p for k in kept for p in k.glob(f"autograded/*/{LAB00}/os-attacks-attacker.json")).read_text())
         assert outcome.sandboxed and outcome.score == 0
         assert attacks_os.findings(report) == {}, json.dumps(attacks_os.findings(report), indent=1)
         assert outside.canary_state()["state"] in "SR" and outside.accepted == []
-        assert _host_leftovers() == outside.host_before and _sandbox_processes() == []
+        assert _host_leftovers() == outside.host_before and _sandbox_processes(LAB00) == []
     finally:
         outside.close()
 
@@ -453,7 +479,7 @@ def test_memory_bomb_in_the_sandbox_costs_only_its_own_grade(tmp_path):
     rows = graded["rows"]
     assert rows[ATTACKER]["status"] == "error: the submission used more than 3 GiB of memory; it was stopped"
     assert float(rows[ATTACKER]["score"]) == 0
-    assert (float(rows[HONEST]["score"]), rows[HONEST]["status"]) == (FULL[LAB00], "graded")
+    assert _scores_full(rows[HONEST], LAB00), rows[HONEST]
     assert graded["left"] == []
 
 
@@ -469,7 +495,7 @@ def test_memory_held_in_dev_shm_counts_against_the_memory_limit(tmp_path):
     cell = _fill_cell({"shm": ["/dev/shm", int(3.5 * 2**30)]}, hold_s=15)
     graded = _grade_cohort(tmp_path, LAB00, lambda T: [cell], memory_limit_gib=3)
     rows = graded["rows"]
-    assert (float(rows[HONEST]["score"]), rows[HONEST]["status"]) == (FULL[LAB00], "graded")
+    assert _scores_full(rows[HONEST], LAB00), rows[HONEST]
     assert "memory" in rows[ATTACKER]["status"], (rows[ATTACKER], graded["reports"])
 
 
@@ -485,7 +511,34 @@ def test_dev_shm_and_the_notebook_folder_stop_at_a_cap(tmp_path):
     cell = _fill_cell({"shm": ["/dev/shm", 5 * 2**30], "folder": [".", 3 * 2**30]})
     graded = _grade_cohort(tmp_path, LAB00, lambda T: [cell], memory_limit_gib=8)
     rows = graded["rows"]
-    assert (float(rows[HONEST]["score"]), rows[HONEST]["status"]) == (FULL[LAB00], "graded")
+    assert _scores_full(rows[HONEST], LAB00), rows[HONEST]
     report = graded["reports"]["fill"]
     assert report["shm"].startswith("blocked") and "errno 28" in report["shm"], report
     assert report["folder"].startswith("blocked"), report
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING: RLIMIT_NPROC counts every process and thread of a uid machine-wide, and every learner sandbox "
+    "runs as uid 61000 (every Ray lab's kernel, Ray and reference process as 61001): a fork bomb in one sandbox "
+    "leaves any sandbox running at the same time (a parallel grade or check, another course on the machine) "
+    "unable to start a process or a thread -- its kernel dies and it loses points it earned. Sequential "
+    "cohorts are unaffected. Fix: a uid per concurrent sandbox (e.g. 61000 + slot), or a pids cgroup per "
+    "sandbox instead of RLIMIT_NPROC"))
+def test_a_fork_bomb_does_not_starve_a_sandbox_running_at_the_same_time(tmp_path):
+    """Two sandboxes side by side (not through nbgrader: seconds, not minutes): one spawns until its
+    process cap, the other then starts 20 short processes."""
+    box = sandbox.Sandbox(readable=sandbox.python_paths(), etc=sandbox.etc_files(tmp_path / "etc"))
+    hog = ("import os, time\nk = []\ntry:\n"
+           "    while len(k) < 5000:\n        k.append(os.posix_spawn('/bin/sleep', ['sleep', '30'], os.environ))\n"
+           "except OSError as exc:\n    print('hog stopped at', len(k), exc, flush=True)\ntime.sleep(20)\n")
+    victim = ("import os\nn = 0\ntry:\n    for n in range(20):\n"
+              "        os.waitpid(os.posix_spawn('/bin/true', ['true'], os.environ), 0)\n    print('spawned 20')\n"
+              "except OSError as exc:\n    print('could not spawn after', n, exc)\n")
+    a = subprocess.Popen(box.argv([sys.executable, "-c", hog]), stdout=subprocess.PIPE, text=True)
+    try:
+        assert "hog stopped at" in a.stdout.readline()
+        b = subprocess.run(box.argv([sys.executable, "-c", victim]), capture_output=True, text=True, timeout=120)
+    finally:
+        a.kill()
+        a.wait()
+    assert b.stdout.strip() == "spawned 20", (b.stdout, b.stderr[-300:])
