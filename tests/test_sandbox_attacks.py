@@ -215,9 +215,11 @@ def lab00(tmp_path_factory):
             pass
 
 
-# timed against the machine: on a 2-core machine shared with other work these may miss their
-# tier whoever runs them (the attack cells come after every graded cell, so they cannot cost them)
-LOAD_DEPENDENT = {LAB00: {"batch-real-tier1": 1.0, "batch-real-tier2": 1.0},
+# timed against the machine's own kernels: on a 2-core machine shared with other work (load
+# average 40-60 while this was written) these may miss whoever runs them; the attack cells come
+# after every graded cell, so they cannot cost them. On CI's own 2 cores they pass (test_grading_lab00).
+LOAD_DEPENDENT = {LAB00: {"batch-real-tier1": 1.0, "batch-real-tier2": 1.0, "throughput-warmup": 2.0,
+                          "throughput-outliers": 2.0},
                   LAB01: {"worker-tier1": 1.0, "worker-tier2": 1.0, "driver-tier1": 1.0, "driver-tier2": 1.0}}
 
 
