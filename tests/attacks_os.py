@@ -297,7 +297,7 @@ def attack(T, who, only=None, skip=(), save=True):
                 except OSError:
                     pass
     attempt("fork-bomb", forkbomb)
-    print(json.dumps(R, indent=1))
+    print("OS-ATTACK-REPORT " + who + " " + json.dumps(R))  # read back from the graded notebook
     return R
 '''
 
@@ -331,7 +331,7 @@ def ray_task_cell(T: dict) -> str:
             "    return ns['attack'](T, 'ray-task', skip=('fill-', 'fork-', 'plant-', 'link-'), save=False)\n"
             "_RT = ray.get(_attack_from_a_task.remote(_SRC, T), timeout=600)\n"
             "pathlib.Path('os-attacks-ray-task.json').write_text(json.dumps(_RT, indent=1))\n"
-            "print(json.dumps(_RT, indent=1))\n")
+            "print('OS-ATTACK-REPORT ray-task ' + json.dumps(_RT))\n")
 
 
 def findings(report: dict) -> dict:

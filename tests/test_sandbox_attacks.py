@@ -180,7 +180,7 @@ def _grade_cohort(tmp: Path, lab: str, attack_cells, base: Path | None = None, *
         with open(course / "grades.csv") as f:
             rows = {r["student_id"]: r for r in csv.DictReader(f)}
         folder = course / "autograded" / ATTACKER / lab
-        reports = {p.stem.removeprefix("os-attacks-"): json.loads(p.read_text()) for p in folder.glob("os-attacks-*.json")}
+        reports = _printed_reports(folder)
         return {"code": code, "rows": rows, "course": course, "reports": reports, "outside": outside,
                 "canary_before": canary_before, "canary_after": outside.canary_state(), "seconds": seconds,
                 "left": _sandbox_processes(lab), "host_after": _host_leftovers(),
@@ -189,6 +189,20 @@ def _grade_cohort(tmp: Path, lab: str, attack_cells, base: Path | None = None, *
                                 for n, p in outside.files.items()}}
     finally:
         outside.close()
+
+
+def _printed_reports(folder):
+    """who -> report, from the lines the attacks printed into the graded notebook (the kernel
+    works in a folder of its own: nothing it writes comes back to the grader's folder)."""
+    out = {}
+    for nb in folder.glob("*.ipynb"):
+        for cell in json.loads(nb.read_text()).get("cells", []):
+            for o in cell.get("outputs", []):
+                for line in "".join(o.get("text", "")).splitlines():
+                    if line.startswith("OS-ATTACK-REPORT "):
+                        _, who, report = line.split(" ", 2)
+                        out[who] = json.loads(report)
+    return out
 
 
 def _report(graded, who="attacker"):
@@ -268,15 +282,9 @@ def test_lab00_configuration_written_for_later_processes_stays_in_the_sandbox(la
     assert lab00["host_after"] == lab00["outside"].host_before, "the attacker's files reached the host"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: nbgrader (root, outside the sandbox) writes the autograded notebook with open(path, 'w') and "
-    "then chmods every file of the autograded folder (Converter.set_permissions, os.chmod) -- both follow "
-    "symlinks. The kernel owns that folder (kernel_launcher.main gives it to the sandbox user), replaces "
-    "<lab>.ipynb by a link to any host path and adds links to others: root then overwrites the first with the "
-    "notebook's JSON and makes the others mode 0444 (e.g. /etc/shadow world-readable, /root/.bashrc replaced). "
-    "Fix: grade in a folder the kernel cannot write (bind a separate scratch folder as its cwd), or after the "
-    "kernel ends remove every link/non-regular file in it before nbgrader writes (e.g. a post-execute "
-    "preprocessor), or run nbgrader's writer as the sandbox user"))
+# Found by this corpus (strict xfail until fixed): nbgrader, as root, writes the graded notebook
+# and chmods every file of the notebook's folder, following links; the kernel owned that folder.
+# Now the kernel works in a size-capped folder of its own mounted at that path.
 def test_lab00_root_does_not_write_or_chmod_through_links_the_kernel_planted(lab00):
     report = _report(lab00)
     assert report["link-notebook-to-host-file"].startswith("GOT")  # planting in its own folder is allowed
@@ -363,11 +371,8 @@ def test_lab01_attacker_keeps_its_own_points_and_the_honest_student_scores_full(
     assert not list((lab01["course"] / "autograded" / HONEST / LAB01).glob("*PWNED*"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: a Ray lab's kernel keeps the machine's PID namespace (sandbox.Sandbox.argv: no --unshare-pid when "
-    "joining) and mounts a /proc of it: it lists every process of the machine and reads their command lines "
-    "(/proc/<pid>/cmdline is world-readable), the grader's and other users' included. Fix: mount /proc with "
-    "hidepid=invisible (or join the Ray sandbox's PID namespace with nsenter --pid instead of the host's)"))
+# Found by this corpus: a Ray lab's kernel kept the machine's PID namespace; it now enters its
+# Ray sandbox's (nsenter --pid), where no process of the grader exists.
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
 def test_lab01_kernel_sees_no_process_of_the_grader(lab01):
@@ -439,7 +444,8 @@ def test_check_runs_the_attacker_in_the_sandbox(tmp_path, monkeypatch):
                      after={LAST_GRADED[LAB00]: [attacks_os.cell(outside.T, "attacker", skip=("fill-", "fork-"))]})
         monkeypatch.setattr(selfcheck.tempfile, "TemporaryDirectory", Keep)
         outcome = selfcheck.grade_notebook(nb, LAB00)
-        report = json.loads(next(p for k in kept for p in k.glob(f"autograded/*/{LAB00}/os-attacks-attacker.json")).read_text())
+        report = next(r["attacker"] for k in kept for f in k.glob(f"autograded/*/{LAB00}")
+                      if "attacker" in (r := _printed_reports(f)))
         assert outcome.sandboxed and outcome.score == 0
         assert attacks_os.findings(report) == {}, json.dumps(attacks_os.findings(report), indent=1)
         assert outside.canary_state()["state"] in "SR" and outside.accepted == []
@@ -470,7 +476,7 @@ def _fill_cell(folders: dict, hold_s: float = 0) -> str:
             "for _folder, _ in " + f"{folders!r}.values():\n"
             f"    for _p in pathlib.Path(_folder).glob('{MARK}-fill-*'):\n"
             "        _p.unlink()\n"
-            "pathlib.Path('os-attacks-fill.json').write_text(json.dumps(_R, indent=1))\nprint(_R)\n")
+            "print('OS-ATTACK-REPORT fill ' + json.dumps(_R))\n")
 
 
 @pytest.mark.slow
