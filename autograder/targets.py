@@ -164,7 +164,10 @@ class Lab05:
     value_rtol: float = 1e-3               # logits vs the grader's NumPy computation (float32 sums
     value_atol: float = 1e-4               # in another order on a GPU)
     rounds: int = 5                        # interleaved rounds, median of per-round ratios
-    throughput_tiers: tuple = (0.5, 0.75)  # images/s ≥ these × the reference pipeline's, same run
+    # images/s ≥ these × the reference pipeline's, same run. Counting beyond start-up puts a
+    # half-speed copy near 0.5x in theory; it also magnifies the reference's noise (~1.6x at 768
+    # images), so the top tier sits between the two
+    throughput_tiers: tuple = (0.4, 0.7)
 
 
 LAB05 = Lab05()
