@@ -158,7 +158,7 @@ class Lab05:
     # machine (JPEG made, decoded, the 224x224 network), so the work outweighs the ~1.6 s a run
     # spends starting its pool and Ray Data -- with fewer, a half-speed copy read ~0.9x
     throughput_images: int = 768
-    startup_images: int = 32              # each side's start-up is timed as a run of this many
+    startup_images: int = 32              # each round, each side: a run of this many, then the timed one
     throughput_batch: int = 32             # 32 images of 224x224x3: im2col of the first layer ~43 MB
     throughput_checked: int = 48           # images of each timed run whose logits the grader recomputes
     value_rtol: float = 1e-3               # logits vs the grader's NumPy computation (float32 sums
