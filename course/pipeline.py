@@ -7,29 +7,37 @@ class and ``compute=ray.data.ActorPoolStrategy``: stateful actors, each construc
 ``ray.data.Dataset.map_batches`` reference, "Stateful Transforms"). The pieces here are the course's, so every lab's
 numbers compare:
 
-* :func:`images` -- a dataset of ``n`` generated images (no download): image ``i`` of seed
-  ``s`` is the same wherever and however it is generated, so the grader knows every result.
-* :func:`preprocess` -- the CPU stage: a centre crop of the raw :data:`RAW_PX` images to the
-  kernel's :data:`course.kernels.IMAGE_SIZE` (a stand-in for decoding and resizing).
-* :class:`Model` -- the GPU stage: the course's image kernel (:func:`course.kernels.process`,
-  CuPy on a GPU). Constructing it "loads the model": a sleep of :data:`LOAD_S` stands in for
-  reading weights (the kernel has none), which is why a replica should live in an actor.
-* :func:`values` -- what a run produced, in image order; :func:`expected` -- the same computed
-  on the host from the seed alone (what the grader compares with).
+* :func:`images` -- a dataset of ``n`` generated images stored as **JPEG bytes** of
+  :data:`SOURCE_PX` x :data:`SOURCE_PX` pixels (no download): image ``i`` of seed ``s`` is the
+  same wherever and however it is generated, so the grader knows every result. The pictures
+  are smooth random colour fields with a little noise, encoded by Pillow at quality
+  :data:`JPEG_QUALITY` (:func:`encode`); their byte sizes are measured, not assumed
+  (:func:`jpeg_bytes`).
+* :func:`preprocess` -- the CPU stage: decode each JPEG and resize it to the model's input,
+  :data:`course.convnet.INPUT_PX` square, RGB (Pillow, bilinear).
+* :class:`Model` -- the GPU stage: the course's convolutional network
+  (:class:`course.convnet.Network`, CuPy on a GPU, NumPy on a CPU). Constructing it puts the
+  weights (generated from a seed, 24 KB) on the device, and sleeps :data:`LOAD_S`: a stand-in,
+  labelled as one, for reading a production model's weights file, which is why a replica
+  lives in an actor.
+* :func:`values` -- what a run produced (logits), in image order; :func:`expected` -- the same
+  computed on the host from the seed alone (what the grader compares with).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 
 import numpy as np
 
-from . import backend, kernels
+from . import backend, convnet
 
-RAW_PX = 72          # generated images are RAW_PX x RAW_PX; preprocessing crops the kernel's size
-LOAD_S = 0.5         # a sleep standing in for loading a model's weights, once per replica
-DEFAULT_IMAGES = 2048
+SOURCE_PX = 256      # side of the stored JPEGs (pixels); the CPU stage resizes to convnet.INPUT_PX
+JPEG_QUALITY = 90    # Pillow's JPEG quality setting for the generated images
+DEFAULT_IMAGES = 256
+LOAD_S = 0.5         # a sleep standing in for reading a production model's weights, once per replica
 
 
 def quiet() -> None:
@@ -44,51 +52,87 @@ def quiet() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-def raw(seed: int, ids: np.ndarray) -> np.ndarray:
-    """Raw images for ``ids``: each one seeded by (seed, id), so blocks can be made anywhere."""
+def picture(seed: int, i: int, px: int = SOURCE_PX) -> np.ndarray:
+    """Image ``i`` of ``seed``: a (px, px, 3) uint8 smooth random colour field plus mild noise."""
+    from PIL import Image
+
+    rng = np.random.default_rng([int(seed), int(i)])
+    coarse = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    smooth = np.asarray(Image.fromarray(coarse).resize((int(px), int(px)), Image.BILINEAR), dtype=np.int16)
+    noise = rng.integers(-12, 13, (int(px), int(px), 1), dtype=np.int16)
+    return np.clip(smooth + noise, 0, 255).astype(np.uint8)
+
+
+def encode(image: np.ndarray) -> bytes:
+    """JPEG bytes of a (h, w, 3) uint8 image (Pillow, quality :data:`JPEG_QUALITY`)."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="JPEG", quality=JPEG_QUALITY)
+    return buf.getvalue()
+
+
+def jpegs(seed: int, ids, px: int = SOURCE_PX) -> np.ndarray:
+    """JPEG bytes of images ``ids`` of ``seed`` (an object array of ``bytes``)."""
     ids = np.asarray(ids, dtype=np.int64)
-    out = np.empty((len(ids), RAW_PX, RAW_PX), dtype=np.uint8)
+    out = np.empty(len(ids), dtype=object)
     for k, i in enumerate(ids):
-        out[k] = np.random.default_rng([int(seed), int(i)]).integers(0, 256, (RAW_PX, RAW_PX), dtype=np.uint8)
+        out[k] = encode(picture(seed, int(i), px))
     return out
 
 
-def _generate(batch: dict, seed: int) -> dict:
+def jpeg_bytes(px: int, count: int = 8, seed: int = 0) -> float:
+    """Mean size in bytes of a generated ``px`` x ``px`` JPEG (measured on ``count`` images)."""
+    return float(np.mean([len(b) for b in jpegs(seed, np.arange(count), px)]))
+
+
+def _generate(batch: dict, seed: int, px: int) -> dict:
     ids = np.asarray(batch["id"], dtype=np.int64)
-    return {"id": ids, "image": raw(seed, ids)}
+    return {"id": ids, "jpeg": jpegs(seed, ids, px)}
 
 
-def images(seed: int, n: int = DEFAULT_IMAGES, *, blocks: int = 8):
-    """A Ray Data dataset of ``n`` generated raw images (columns ``id``, ``image``), in ``blocks`` blocks."""
+def images(seed: int, n: int = DEFAULT_IMAGES, *, blocks: int = 8, px: int = SOURCE_PX):
+    """A Ray Data dataset of ``n`` generated JPEGs (columns ``id``, ``jpeg``), in ``blocks`` blocks."""
     import ray.data
 
     quiet()
     return ray.data.range(int(n), override_num_blocks=int(blocks)).map_batches(
-        _generate, fn_kwargs={"seed": int(seed)}, batch_size=None)
+        _generate, fn_kwargs={"seed": int(seed), "px": int(px)}, batch_size=None)
 
 
-def crop(raw: np.ndarray) -> np.ndarray:
-    """The centre :data:`course.kernels.IMAGE_SIZE` square of each raw image."""
-    lo = (raw.shape[-1] - kernels.IMAGE_SIZE) // 2
-    return np.ascontiguousarray(raw[:, lo:lo + kernels.IMAGE_SIZE, lo:lo + kernels.IMAGE_SIZE])
+def decode(data: bytes, px: int = convnet.INPUT_PX) -> np.ndarray:
+    """One JPEG decoded and resized to ``px`` x ``px`` RGB: a (px, px, 3) uint8 array."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGB").resize((int(px), int(px)), Image.BILINEAR), dtype=np.uint8)
+
+
+def decode_all(jpeg, px: int = convnet.INPUT_PX) -> np.ndarray:
+    """A batch of JPEGs decoded and resized: (n, px, px, 3) uint8."""
+    jpeg = list(jpeg)
+    out = np.empty((len(jpeg), int(px), int(px), 3), dtype=np.uint8)
+    for k, data in enumerate(jpeg):
+        out[k] = decode(bytes(data), px)
+    return out
 
 
 def preprocess(batch: dict) -> dict:
-    """The CPU stage: crop each raw image to the kernel's size (keeps ``id``)."""
-    return {"id": batch["id"], "image": crop(np.asarray(batch["image"]))}
+    """The CPU stage: decode each JPEG and resize it to the model's input (keeps ``id``)."""
+    return {"id": batch["id"], "image": decode_all(batch["jpeg"])}
 
 
 class Model:
-    """One model replica: loading it takes :data:`LOAD_S` (a sleep standing in for reading
-    weights), then each call runs the course kernel on a batch of preprocessed images."""
+    """One model replica: constructing it puts the network's weights on the device and sleeps
+    :data:`LOAD_S` (a stand-in for reading a real model's weights); each call runs the network
+    on a batch of preprocessed images and returns its logits."""
 
     def __init__(self):
         time.sleep(LOAD_S)
-        self.loaded = True
+        self.network = convnet.Network()
 
     def __call__(self, batch: dict) -> dict:
-        out = kernels.process(backend.to_device(np.asarray(batch["image"])))
-        return {"id": batch["id"], "value": np.asarray(backend.to_host(out), dtype=np.float32)}
+        return {"id": batch["id"], "value": self.network(np.asarray(batch["image"]))}
 
 
 def actor_options(actors: int) -> dict:
@@ -102,19 +146,20 @@ def actor_options(actors: int) -> dict:
 
 
 def values(ds) -> np.ndarray:
-    """Run the dataset; its ``value`` column in image order (float32)."""
+    """Run the dataset; its ``value`` column (logits, one row per image) in image order (float32)."""
     quiet()
     ids, vals = [], []
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         ids.append(np.asarray(batch["id"]))
-        vals.append(np.asarray(batch["value"], dtype=np.float32))
+        vals.append(np.asarray(batch["value"], dtype=np.float32).reshape(len(batch["id"]), -1))
     if not ids:
-        return np.zeros(0, dtype=np.float32)
+        return np.zeros((0, convnet.CLASSES), dtype=np.float32)
     ids, vals = np.concatenate(ids), np.concatenate(vals)
     return vals[np.argsort(ids, kind="stable")]
 
 
-def expected(seed: int, n: int) -> np.ndarray:
-    """What a correct run of :func:`images` (seed, n) through the stages gives, on the host."""
-    images = crop(raw(seed, np.arange(int(n))))
-    return kernels.blur_numpy(images).mean(axis=(1, 2), dtype=np.float32)
+def expected(seed: int, n: int, ids=None) -> np.ndarray:
+    """What a correct run of :func:`images` (seed, n) through the stages gives, on the host
+    (the rows ``ids`` only, when given)."""
+    ids = np.arange(int(n)) if ids is None else np.asarray(ids, dtype=np.int64)
+    return convnet.reference(decode_all(jpegs(seed, ids)))

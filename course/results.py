@@ -59,7 +59,12 @@ The keys each lab may save, with their unit and meaning (:data:`SCHEMA`):
 ``05_capstone``
     ``predicted_images_per_s`` / ``pipeline_images_per_s`` / ``pool_images_per_s`` (images/s:
     the plan's prediction, the Ray Data pipeline, the hand-written actor pool), ``devices``
-    (int: devices the pipeline ran on; C8's per-device rate divides by it, 1 when absent).
+    (int: devices the pipeline ran on; C8's per-device rate divides by it, 1 when absent),
+    ``image_px`` (int: the network's input side, 224), ``model_mflop_per_image`` (MFLOP of one
+    image through the network, counted from its layers), ``gpu_images_per_s_by_px`` (dict
+    str(side) -> images/s of one GPU by the plan, from the measured size fit),
+    ``measured_max_px`` (int: the largest side measured; larger ones are extrapolated),
+    ``c8_limit`` / ``c8_gpus`` (the plan's limiting resource and GPUs for 10k images/s at 224).
 """
 
 from __future__ import annotations
@@ -135,6 +140,12 @@ SCHEMA: dict[str, dict[str, str]] = {
         "pipeline_images_per_s": "images/s — the Ray Data pipeline, measured",
         "pool_images_per_s": "images/s — the hand-written actor pool, measured",
         "devices": "int — devices the pipeline ran on (per-device rate = pipeline / devices)",
+        "image_px": "int — the network's input side (pixels)",
+        "model_mflop_per_image": "MFLOP — one image through the network, counted from its layers",
+        "gpu_images_per_s_by_px": "dict str(side) -> images/s of one GPU by the plan (measured size fit)",
+        "measured_max_px": "int — the largest side measured; larger sides are extrapolated",
+        "c8_limit": "str — the plan's limiting resource for 10k images/s at image_px",
+        "c8_gpus": "int — GPUs the plan needs for 10k images/s at image_px",
     },
 }
 

@@ -1,8 +1,13 @@
-"""The numbers the capstone sizes a cluster from: the learner's own, from earlier labs'
-result files (:mod:`course.results`), or measured here, quickly, when a file lacks them.
+"""The numbers the capstone sizes a cluster from: measured here (the model, JPEG decoding, JPEG
+sizes), taken from earlier labs' result files (:mod:`course.results`), or stated assumptions.
 
-:func:`machine` returns the ``measured`` dict a ``plan`` takes, and one line per number
-saying where it came from (which lab, measured now, or an assumption you may change).
+:func:`machine` returns the ``measured`` dict a ``plan`` takes, and one line per number saying
+where it came from: which lab, measured now, computed from the installed Ray's configuration,
+or **an assumption** (the network link and the failure rate: change them).
+
+Sizes: the network and the decoder are measured at :data:`SCALING_PX` (three sides at least)
+and a line ``seconds per image = a + b * px²`` is fitted (:func:`fit`); a size outside the
+measured range is an **extrapolation** of that line, and the notebook labels it so.
 """
 
 from __future__ import annotations
@@ -13,20 +18,96 @@ import time
 
 import numpy as np
 
-from . import backend, bench, kernels, pipeline, results
+from . import backend, bench, convnet, pipeline, results
 
-SIZES = (8, 16, 32, 64, 128, 256)   # batch sizes the model chooses from
+BATCHES = (8, 16, 32, 64)                     # batch sizes the model's rate is measured at (CPU)
+GPU_BATCHES = (8, 16, 32, 64, 128, 256)       # ... and on a GPU
+BASE_PX = convnet.INPUT_PX                    # the side every per-batch rate is measured at
+SCALING_PX = (64, 128, 224)                   # sides the size scaling is measured at (CPU) ...
+GPU_SCALING_PX = (224, 448, 896)              # ... and on a GPU
+# Network links, in Gbit/s: typical datacentre Ethernet speeds, named as assumptions (this
+# course measures no network: its "nodes" share one machine).
+LINK_GBIT_S = (10, 25, 100)
+ASSUMED_LINK_GBIT_S = 25
 ASSUMED_FAILURES_PER_GPU_HOUR = 0.1  # an assumption, not a measurement: change it to your fleet's
 MAX_ACTORS_PER_GPU = 4
 
 
-def kernel_rates(quick_images: int = 1024) -> dict:
-    """images/s of the image kernel on one device, per batch size (interleaved, median)."""
-    run = kernels.BatchRun(0, SIZES)
-    calls = {n: max(1, quick_images // n) for n in SIZES}
-    sweep = bench.interleaved({n: (lambda n=n: [run(n) for _ in range(calls[n])], calls[n] * n) for n in SIZES},
-                              rounds=3)
-    return {str(n): m.rate for n, m in sweep.items()}
+def batches() -> tuple[int, ...]:
+    return GPU_BATCHES if backend.on_gpu() else BATCHES
+
+
+def scaling_px() -> tuple[int, ...]:
+    return GPU_SCALING_PX if backend.on_gpu() else SCALING_PX
+
+
+def _images(n: int, px: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng([seed, px, n])
+    return rng.integers(0, 256, (int(n), int(px), int(px), 3), dtype=np.uint8)
+
+
+def model_rates(px: int = BASE_PX, sizes=None, images: int | None = None, rounds: int = 3) -> dict:
+    """images/s of the network on one device at side ``px``, per batch size (interleaved, median)."""
+    sizes = tuple(sizes or batches())
+    images = images or (2048 if backend.on_gpu() else 96)
+    bench.steady_allocator()
+    net = convnet.Network()
+    data = {b: backend.to_device(_images(b, px, b)) for b in sizes}
+    calls = {b: max(1, images // b) for b in sizes}
+
+    def run(b):
+        for _ in range(calls[b]):
+            convnet.forward(data[b], net.params)
+
+    sweep = bench.interleaved({b: (lambda b=b: run(b), calls[b] * b) for b in sizes}, rounds=rounds)
+    return {str(b): m.rate for b, m in sweep.items()}
+
+
+def fit(px, seconds) -> tuple[float, float]:
+    """(a, b) of ``seconds per image = a + b * px²``, least squares over the measured sides
+    (a is clipped at 0: a negative fixed cost is noise)."""
+    x = np.asarray(px, dtype=float) ** 2
+    b, a = np.polyfit(x, np.asarray(seconds, dtype=float), 1)
+    if a < 0:
+        b, a = float(np.dot(x, seconds) / np.dot(x, x)), 0.0
+    return float(a), float(b)
+
+
+def fixed_fraction(a: float, b: float, px: int = BASE_PX) -> float:
+    """The part of one image's time at ``px`` that does not grow with its pixels."""
+    return a / (a + b * px ** 2)
+
+
+def model_scaling(sides=None, batch: int | None = None, images: int | None = None) -> dict:
+    """The network's seconds per image on one device at each side (best of 3), and the fit."""
+    sides = tuple(sides or scaling_px())
+    batch = batch or (64 if backend.on_gpu() else 16)
+    net = convnet.Network()
+    out = {}
+    for px in sides:
+        n = images or max(batch, int((256 if backend.on_gpu() else 48) * (224 / px) ** 2) // batch * batch)
+        data = backend.to_device(_images(batch, px))
+        convnet.forward(data, net.params)  # warm: allocations, cuBLAS plans
+        best = min(bench.time_call(lambda: [convnet.forward(data, net.params) for _ in range(n // batch)])
+                   for _ in range(3))
+        out[px] = best / (n // batch * batch)
+    a, b = fit(list(out), list(out.values()))
+    return {"seconds_per_image": out, "fit": (a, b), "batch": batch}
+
+
+def decode_scaling(sides=None, images: int = 32) -> dict:
+    """One CPU core decoding JPEGs of each side (and resizing to that side): seconds per image
+    (best of 3), the fit, and the mean JPEG size in bytes with its own fit."""
+    sides = tuple(sides or scaling_px())
+    secs, size = {}, {}
+    for px in sides:
+        n = max(8, int(images * (224 / px) ** 2))
+        data = pipeline.jpegs(1, np.arange(n), px)
+        size[px] = float(np.mean([len(d) for d in data]))
+        best = min(bench.time_call(lambda: pipeline.decode_all(data, px), sync=False) for _ in range(3))
+        secs[px] = best / n
+    return {"seconds_per_image": secs, "fit": fit(list(secs), list(secs.values())),
+            "jpeg_bytes": size, "jpeg_fit": fit(list(size), list(size.values()))}
 
 
 def call_overhead(calls: int = 100) -> float:
@@ -66,17 +147,22 @@ def restart_time() -> float:
     return seconds
 
 
-def preprocess_rate(images: int = 2048) -> float:
-    """images/s one CPU worker preprocesses (:func:`course.pipeline.preprocess`, a centre crop)."""
-    raw = pipeline.raw(0, np.arange(images))
-    best = min(bench.time_call(lambda: pipeline.preprocess({"id": None, "image": raw}), sync=False)
-               for _ in range(5))
-    return images / best
+def node_detection() -> dict:
+    """Seconds Ray's GCS takes to declare a node dead, computed from the health-check settings of
+    the installed Ray (``src/ray/common/ray_config_def.h``): ``threshold x period`` when the
+    node's checks fail at once (a refused connection), ``threshold x (timeout + period)`` when
+    they time out (a node that vanished)."""
+    from ray._raylet import Config
+
+    period, timeout = Config.health_check_period_ms() / 1000, Config.health_check_timeout_ms() / 1000
+    threshold = Config.health_check_failure_threshold()
+    return {"refused_s": threshold * period, "timed_out_s": threshold * (timeout + period),
+            "period_s": period, "timeout_s": timeout, "threshold": threshold}
 
 
 def copy_rate(mib: int = 64) -> float:
-    """bytes/s of ``ray.get`` of an object another process made, on this machine (shared
-    memory: an upper bound for a network link)."""
+    """bytes/s of ``ray.get`` of an object another process made, on this machine: a copy in
+    shared memory, not a network transfer."""
     import ray
 
     @ray.remote(num_cpus=0)
@@ -94,38 +180,57 @@ def copy_rate(mib: int = 64) -> float:
     return mib * 2**20 / statistics.median(times)
 
 
-def machine(devices: int, folder: str = ".") -> tuple[dict, list[str]]:
+def machine(devices: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LINK_GBIT_S,
+            failures_per_gpu_hour: float = ASSUMED_FAILURES_PER_GPU_HOUR) -> tuple[dict, list[str]]:
     """(measured numbers for ``plan``, where each came from) for this machine as one node of
-    ``devices`` GPUs (replicas), from the result files in ``folder`` or measured now."""
+    ``devices`` GPUs (replicas), from the result files in ``folder``, measured now, or assumed.
+    Extra keys a plan does not read: ``scaling`` (the measured sides and fits), ``in_machine_copy_bytes_per_s``."""
     found = results.load_all(folder)
-    lab0, lab1 = found.get("00_measure", {}), found.get("01_actor_scaling", {})
-    lab2, lab3, lab4 = found.get("02_restart_recovery", {}), found.get("03_quotas", {}), found.get("04_data_affinity", {})
+    lab1, lab2, lab3 = found.get("01_actor_scaling", {}), found.get("02_restart_recovery", {}), found.get("03_quotas", {})
     m, notes = {}, []
 
     def take(key, value, where):
         m[key] = value
         notes.append(f"{key}: {value:,.6g} ({where})" if isinstance(value, (int, float)) else f"{key}: ({where})")
 
-    rates = {k: v for k, v in (lab0.get("kernel_images_per_s") or {}).items() if isinstance(v, (int, float)) and v > 0}
-    if len(rates) >= 3 and "256" in rates:
-        take("kernel_images_per_s", {k: float(v) for k, v in rates.items()}, f"lab 00, batch sizes {', '.join(rates)}")
-    else:
-        take("kernel_images_per_s", kernel_rates(), f"measured now on {backend.name()}: no lab 00 sweep up to 256 images in its file")
+    take("base_px", BASE_PX, "the side the per-batch rates below are measured at")
+    take("kernel_images_per_s", model_rates(), f"measured now: the network ({convnet.flops() / 1e6:.1f} MFLOP "
+         f"per {BASE_PX}x{BASE_PX} image) on {backend.name()}, batch sizes {', '.join(map(str, batches()))}")
+    model = model_scaling()
+    take("model_fixed_fraction", fixed_fraction(*model["fit"]),
+         f"measured now: the network at sides {', '.join(map(str, model['seconds_per_image']))}, fitted a + b*px²")
+    cpu = decode_scaling()
+    a, b = cpu["fit"]
+    take("cpu_images_per_s", 1 / (a + b * BASE_PX ** 2), f"measured now: JPEG decode + resize on one core, "
+         f"from the fit over sides {', '.join(map(str, cpu['seconds_per_image']))}")
+    take("cpu_fixed_fraction", fixed_fraction(a, b), "the same fit")
+    ja, jb = cpu["jpeg_fit"]
+    take("jpeg_bytes_fixed", ja, f"measured now: generated JPEGs (quality {pipeline.JPEG_QUALITY}), fitted a + b*px²")
+    take("jpeg_bytes_per_pixel", jb, "the same fit")
+    m["scaling"] = {"model": model, "cpu": cpu}
     overhead = lab1.get("call_overhead_s") or lab1.get("call_p50_s")
     take("call_overhead_s", float(overhead) if overhead else call_overhead(),
          "lab 01" if overhead else "measured now: median blocking call to a trivial actor")
     restart = lab2.get("restart_p50_s")
     take("restart_s", float(restart) if restart else restart_time(),
-         "lab 02, p50" if restart else "measured now: one actor restart")
+         "lab 02, p50: a killed actor's process found dead and restarted" if restart
+         else "measured now: one actor restart (lab 02's measurement)")
+    detect = node_detection()
+    take("detect_s", detect["timed_out_s"], f"computed from this Ray's health checks: {detect['threshold']} x "
+         f"({detect['timeout_s']:g} s timeout + {detect['period_s']:g} s period) for a node that stops answering "
+         f"({detect['refused_s']:g} s when its checks are refused at once)")
     share = (lab3.get("tenant_share") or {}).get("a")
     take("quota_share", float(share) if share else 1.0,
          "lab 03: tenant a's share of the pool" if share else "the whole machine: lab 03's file lacks a share")
-    link = lab4.get("link_bytes_per_s")
-    take("link_bytes_per_s", float(link) if link else copy_rate(),
-         "lab 04, between emulated nodes" if link else "measured now: ray.get within this machine (shared memory)")
-    take("cpu_images_per_s", preprocess_rate(), "measured now: pipeline.preprocess on one core")
-    take("failures_per_gpu_hour", ASSUMED_FAILURES_PER_GPU_HOUR, "an assumption, not measured: change it")
+    take("link_bytes_per_s", link_gbit_s * 1e9 / 8, f"an assumption, not measured: a {link_gbit_s:g} Gbit/s "
+         f"link per node (try {' / '.join(map(str, LINK_GBIT_S))})")
+    take("failures_per_gpu_hour", failures_per_gpu_hour, "an assumption, not measured: change it")
     take("gpus_per_node", int(devices), "this machine: " + ("real GPUs" if backend.on_gpu() else "logical GPUs"))
     take("cpus_per_node", int(os.cpu_count() or 1), "this machine's cores")
     take("max_actors_per_gpu", MAX_ACTORS_PER_GPU, "the model's cap")
+    link = (found.get("04_data_affinity") or {}).get("link_bytes_per_s")
+    m["in_machine_copy_bytes_per_s"] = float(link) if link else copy_rate()
+    notes.append(f"in_machine_copy_bytes_per_s: {m['in_machine_copy_bytes_per_s']:,.6g} (not used by plan: "
+                 + ("lab 04's ray.get between emulated nodes" if link else "ray.get on this machine")
+                 + ", a copy in shared memory, not a network)")
     return m, notes

@@ -322,18 +322,25 @@ def c8(numbers: Mapping) -> Row:
     per GPU. **Holds here** when your per-device rate -- the capstone's pipeline images/s
     divided by its devices, or else lab 00's best kernel rate, compute only -- is at least
     that, and **not reproduced** otherwise, each with the factor; the claim names no image
-    size, model or data path, so the row names the image size measured."""
+    size, model or data path, so the row names the image size measured (the capstone's network
+    input, else lab 00's), and the capstone's model cost and plan when it saved them."""
     need = C8_TARGET / C8_GPUS
     docs = "no official source sizes this; the claim states no image size, model or data path"
     source = "none (an interview sizing question); your numbers"
     cap, lab0 = _lab(numbers, "05_capstone"), _lab(numbers, "00_measure")
-    px = _num(lab0, "image_px")
-    size = f" at {px:.0f}×{px:.0f} px" if px else ""
     pipeline = _num(cap, "pipeline_images_per_s")
+    px = _num(cap, "image_px") if pipeline is not None and _num(cap, "image_px") else _num(lab0, "image_px")
+    size = f" at {px:.0f}×{px:.0f} px" if px else ""
     if pipeline is not None:
         devices = _num(cap, "devices") or 1
         rate = pipeline / devices
-        yours = f"capstone pipeline: {pipeline:,.0f} images/s on {devices:.0f} device(s) = {rate:,.0f} per device{size}"
+        mflop = _num(cap, "model_mflop_per_image")
+        model = f" (JPEG decode + a {mflop:.1f} MFLOP/image network)" if mflop else ""
+        yours = (f"capstone pipeline{model}: {pipeline:,.0f} images/s on {devices:.0f} device(s) = "
+                 f"{rate:,.0f} per device{size}")
+        gpus, limit = _num(cap, "c8_gpus"), cap.get("c8_limit")
+        if gpus is not None and isinstance(limit, str):
+            yours += f"; your plan: {gpus:,.0f} GPUs of this kind for 10k images/s, limited by {limit}"
         kind = "end to end"
     else:
         rates = lab0.get("kernel_images_per_s")

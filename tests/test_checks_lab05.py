@@ -43,7 +43,7 @@ def test_a_plan_that_always_names_the_gpu_fails_plan_limit_only():
 @pytest.mark.slow
 @pytest.mark.grading
 def test_wrong_limit_and_no_actor_pool_lose_exactly_their_points(tmp_path):
-    plan = cell_source(LAB, "plan").replace('"limit": limit}', '"limit": "gpu"}')
+    plan = cell_source(LAB, "plan").replace('"limit": limit,', '"limit": "gpu",')
     tasks = cell_source(LAB, "build_pipeline").replace(
         "compute=ray.data.ActorPoolStrategy(size=actors), **pipeline.actor_options(actors)",
         "**pipeline.actor_options(actors)").replace(

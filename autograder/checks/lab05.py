@@ -21,11 +21,12 @@ process starts it, and the learner's kernel joins it.
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import dataclass
 
 import numpy as np
 
-from course import pipeline
+from course import convnet, pipeline
 
 from ..reference_process import namespace
 from ..routines import _finished, step
@@ -35,7 +36,9 @@ from . import register, tiers
 
 LAB = "05_capstone"
 RAY = True
-LEARNER_NAMES = ("plan", "build_pipeline")  # what the checks call
+# what the checks call, and the helpers the lab's plan is built from: each gets a deadline of its
+# own, so a hang in any of them costs one deadline (the lesson's cells call ``plan`` only)
+LEARNER_NAMES = ("plan", "build_pipeline", "per_gpu", "cpu_rate", "node_capacity", "scale")
 LIMITS = ("gpu", "overhead", "cpu", "network")
 SIZES = (8, 16, 32, 64, 128, 256)
 PLAN_KEYS = ("gpus", "actors_per_gpu", "batch_size", "cpu_workers", "limit")
@@ -93,34 +96,38 @@ def pool_batches(actor_ids: list, wait_s: float = 5.0) -> int:
 def scenario(session: Session, salt: int, limit: str) -> tuple[float, int, dict]:
     """(target images/s, image side, measured numbers) in which ``limit`` binds by a wide margin.
 
-    GPU-like numbers: a kernel of 20-200 µs launch and 0.1-1 µs per image at 64x64 (1e5-1e6
-    images/s), whose per-image cost quadruples past a seeded batch size; a per-call overhead
-    around one call's GPU time (or, for ``overhead``, several times what the most actors allowed
-    can hide); CPU and network set to 0.25-0.5x (binding) or 2-4x (not) of the GPUs' rate.
+    GPU-like numbers at ``base_px`` = 224: a model of 20-200 µs launch and 1-10 µs per image
+    (1e5-1e6 images/s), whose per-image cost quadruples past a seeded batch size, a drawn part
+    of it fixed per image; a per-call overhead around one call's GPU time (or, for
+    ``overhead``, several times what the most actors allowed can hide); failures costing a
+    drawn detection (10-70 s) plus restart; CPU and network set to 0.25-0.5x (binding) or 2-4x
+    (not) of the GPUs' rate.
     """
     model = namespace(LAB)
     rng = session.rng(salt)
     for _ in range(50):
-        px = rng.choice((64, 128, 224))
-        scale = (64 / px) ** 2
-        cap, t0, u = rng.choice(SIZES[1:5]), rng.uniform(2e-5, 2e-4), rng.uniform(1e-7, 1e-6)
+        px = rng.choice((64, 128, 224, 512, 1024))
+        cap, t0, u = rng.choice(SIZES[1:5]), rng.uniform(2e-5, 2e-4), rng.uniform(1e-6, 1e-5)
         rates = {str(b): b / (t0 + b * u + 3 * u * max(0, b - cap)) for b in SIZES}
-        busy = SIZES[-1] / (rates[str(SIZES[-1])] * scale)  # GPU seconds of the largest batch
-        m = {"kernel_images_per_s": rates, "max_actors_per_gpu": T.plan_max_actors,
+        m = {"kernel_images_per_s": rates, "base_px": 224, "model_fixed_fraction": round(rng.uniform(0.0, 0.3), 3),
+             "max_actors_per_gpu": T.plan_max_actors,
              "gpus_per_node": rng.choice((1, 2, 4, 8)), "cpus_per_node": rng.choice((8, 16, 32, 64)),
-             "restart_s": round(rng.uniform(0.5, 5.0), 3), "failures_per_gpu_hour": round(rng.uniform(0.0, 2.0), 3),
-             "quota_share": rng.choice((0.25, 0.5, 1.0)),
-             "call_overhead_s": busy * (T.plan_max_actors * rng.uniform(2, 4) if limit == "overhead"
-                                        else rng.uniform(0.2, 1.0)),
+             "restart_s": round(rng.uniform(0.5, 5.0), 3), "detect_s": round(rng.uniform(10.0, 70.0), 1),
+             "failures_per_gpu_hour": round(rng.uniform(0.0, 2.0), 3), "quota_share": rng.choice((0.25, 0.5, 1.0)),
+             "cpu_fixed_fraction": round(rng.uniform(0.0, 0.3), 3),
+             "jpeg_bytes_fixed": round(rng.uniform(300, 1000)), "jpeg_bytes_per_pixel": round(rng.uniform(0.2, 1.0), 3),
              "cpu_images_per_s": 1e12, "link_bytes_per_s": 1e18}
+        busy = SIZES[-1] / (rates[str(SIZES[-1])] * model["scale"](m, px, m["model_fixed_fraction"]))
+        m["call_overhead_s"] = busy * (T.plan_max_actors * rng.uniform(2, 4) if limit == "overhead"
+                                       else rng.uniform(0.2, 1.0))
         batch = model["plan"](1.0, px, m)["batch_size"]
         gpu_side = model["node_capacity"](m, px, batch)
         if limit in ("cpu", "network") or limit in gpu_side:
             break
-    gpu_side = min(gpu_side.values())
+    gpu_side = min(v for k, v in gpu_side.items() if k in ("gpu", "overhead"))
     cpu, net = (rng.uniform(0.25, 0.5) if limit == which else rng.uniform(2, 4) for which in ("cpu", "network"))
-    m["cpu_images_per_s"] = gpu_side * cpu / (m["cpus_per_node"] * scale)
-    m["link_bytes_per_s"] = gpu_side * net * px ** 2
+    m["cpu_images_per_s"] = gpu_side * cpu / (m["cpus_per_node"] * model["scale"](m, px, m["cpu_fixed_fraction"]))
+    m["link_bytes_per_s"] = gpu_side * net * (m["jpeg_bytes_fixed"] + m["jpeg_bytes_per_pixel"] * px ** 2)
     # a target that needs tens of nodes at the binding resource's rate
     binding = gpu_side * min(1.0, cpu, net) * m["quota_share"]
     return round(binding * rng.uniform(10, 60), -2), px, m
@@ -216,15 +223,27 @@ def _run(session: Session, side, seed: int, n: int, batch: int, what: str) -> tu
     """(seconds on the grader's clock, values) of one side's pipeline on ``n`` images of ``seed``."""
     seconds, got = side.timed("kit.pipeline_values", named("build_pipeline"), seed, n, batch, T.pool_actors,
                               what=what, returns="array", timeout_s=session.call_timeout_s)
-    return seconds, np.asarray(got["data"], dtype=np.float64)
+    data = np.asarray(got["data"], dtype=np.float64)
+    shape = got.get("shape") if isinstance(got, dict) else None
+    try:  # the shape is the kernel's word: used only when it fits the data
+        return seconds, data.reshape([int(d) for d in shape])
+    except (TypeError, ValueError):
+        return seconds, data
 
 
-def _wrong(values: np.ndarray, seed: int, n: int) -> str | None:
-    want = pipeline.expected(seed, n)
-    if values.shape != want.shape or not np.allclose(values, want, rtol=1e-5, atol=0):
-        bad = int(np.sum(~np.isclose(values, want, rtol=1e-5))) if values.shape == want.shape else n
-        return (f"build_pipeline gave {values.size} values for {n} images, {bad} of them not the grader's "
-                f"(image order, kernels.process on pipeline.preprocess'd images)")
+def _wrong(values: np.ndarray, seed: int, n: int, ids=None) -> str | None:
+    """Why ``values`` (one row of logits per image) are not the grader's own computation of the
+    images ``ids`` (all ``n`` when None), or None. The grader decodes the JPEGs and runs the
+    network with NumPy on its side; a GPU's float32 sums may differ in the last digits."""
+    ids = np.arange(n) if ids is None else np.asarray(ids)
+    shape = (n, convnet.CLASSES)
+    if values.shape != shape:
+        return f"build_pipeline gave values of shape {values.shape} for {n} images; expected {shape} (logits per image)"
+    want = pipeline.expected(seed, n, ids)
+    ok = np.isclose(values[ids], want, rtol=T.value_rtol, atol=T.value_atol).all(axis=1)
+    if not ok.all():
+        return (f"build_pipeline gave {int((~ok).sum())} of {len(ids)} checked images values that are not the "
+                "grader's (image order; the network on pipeline.preprocess'd images)")
     return None
 
 
@@ -294,7 +313,9 @@ def measure_throughput(session: Session) -> Throughput:
                                            returns="strings", timeout_s=30)) - before)
                 worked = pool and ref.call("kit.pool_batches", pool, what="reading Ray's task records",
                                            returns="integer", timeout_s=30)
-                why = _wrong(values, seed, T.throughput_images) or (None if worked else "the run started no actor pool "
+                # which images are checked is drawn after the run, from the grader's own stream
+                ids = sorted(rng.sample(range(T.throughput_images), T.throughput_checked))
+                why = _wrong(values, seed, T.throughput_images, ids) or (None if worked else "the run started no actor pool "
                                                                     "that processed a batch")
                 if why:
                     problems.append(why)
@@ -302,14 +323,35 @@ def measure_throughput(session: Session) -> Throughput:
             return seconds
         return one
 
-    mine = side(session.learner, "build_pipeline(seed, n, batch_size, actors)", True)
-    theirs = side(ref, "the reference pipeline", False)
+    # Counted beyond start-up: in every round each side runs T.startup_images images, then
+    # T.throughput_images, and its seconds are the difference -- the work of the extra images, not
+    # the pool's and Ray Data's start-up that both pay (counted whole, half-speed work read
+    # 0.62-0.91x; a start-up timed once, apart from the rounds, misread the load around them:
+    # the reference against itself read 0.20x under a load average of ~50 on 2 cores). The answer
+    # is the lower of that ratio and the ratio of whole runs: a pipeline that makes its short
+    # runs slow gains nothing.
+    what = "build_pipeline(seed, n, batch_size, actors)"
+    whole: dict[str, list[float]] = {"mine": [], "theirs": []}
+
+    def beyond(who, label: str, one, key: str):
+        def run() -> float:
+            small = _run(session, who, rng.randrange(10_000_000), T.startup_images, T.throughput_batch, label)[0]
+            seconds = one()
+            whole[key].append(seconds)
+            return max(seconds - small, 0.05 * seconds)
+        return run
+
+    mine = beyond(session.learner, what, side(session.learner, what, True), "mine")
+    theirs = beyond(ref, "the reference pipeline", side(ref, "the reference pipeline", False), "theirs")
     ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
-    return Throughput(ratio, problems[0] if problems else None)
+    pairs = list(zip(whole["mine"], whole["theirs"]))[1:] or list(zip(whole["mine"], whole["theirs"]))
+    whole_ratio = statistics.median(b / a for a, b in pairs) if pairs else ratio
+    return Throughput(min(ratio, whole_ratio), problems[0] if problems else None)
 
 
 tiers(LAB, ("pipeline-throughput-tier1", "pipeline-throughput-tier2"), T.throughput_tiers, (2, 2),
       measure_throughput,
       lambda r, need: (f"{r.wrong}; a round with wrong results or without an actor pool counts as 0" if r.wrong else
                        f"your pipeline ran at {r.ratio:.2f}x the reference pipeline's images/s (median of "
-                       f"{T.rounds} interleaved rounds, {T.throughput_images} images each); this tier needs {need:.2f}x"))
+                       f"{T.rounds} interleaved rounds of {T.throughput_images} images, each counted beyond a run of "
+                       f"{T.startup_images} just before it, or of whole runs if lower); this tier needs {need:.2f}x"))
