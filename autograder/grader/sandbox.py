@@ -155,9 +155,10 @@ def _parents(path: str) -> list[str]:
 def python_paths() -> tuple[str, ...]:
     """What a Python process of this install reads: its prefixes and every ``sys.path`` folder
     outside them (an editable install's source), the kit's folder itself excepted."""
-    found = {sys.prefix, sys.base_prefix, *(p for p in sys.path if p and Path(p).is_dir())}
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}  # a venv may live anywhere, /tmp too
+    found = {os.path.realpath(p) for p in sys.path if p and Path(p).is_dir()}
     kit = str(KIT_ROOT)
-    keep = sorted(p for p in map(os.path.realpath, found) if p != kit and not p.startswith("/tmp"))
+    keep = sorted(prefixes | {p for p in found if p != kit and not p.startswith("/tmp")})
     out: list[str] = []
     for p in keep:  # drop folders inside one already kept
         if not any(p.startswith(q.rstrip("/") + "/") for q in out):
