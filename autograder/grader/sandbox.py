@@ -220,11 +220,6 @@ def unavailable() -> str:
     return ""
 
 
-def describe() -> str:
-    """One line for reports: what the sandbox is made of."""
-    return f"bubblewrap: uid {LEARNER_UID}, own PID/IPC/mount namespaces, private /tmp and home, no network"
-
-
 def info_child(path: Path) -> int | None:
     """The sandboxed process's pid (host view) from bubblewrap's ``--info-fd`` output."""
     try:
