@@ -85,6 +85,8 @@ class Outcome:
 # kernels nbgrader starts for grading read this IPython profile, which keeps such output in
 # the kernel's own log instead (Python-level stderr is unaffected). nbgrader's Execute does
 # not let extra kernel arguments be configured, hence a profile.
+# a learner's own cluster, which a sandboxed kernel (no network) cannot join
+CLUSTER_VARIABLES = ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 KERNEL_CONFIG = "c.IPKernelApp.capture_fd_output = False\n"
 
 
@@ -298,7 +300,10 @@ def _sandbox_args(work: Path, course: Path, session, endpoint) -> tuple[list[str
     spec = {"readable": [*sandbox.python_paths(), *kit, endpoint.address],
             "hidden": list(hidden), "writable": [str(sockets), str(work / "ipython")],
             "etc": sandbox.etc_files(work / "etc"), "env": {"IPYTHONDIR": str(ipython)},
-            "join": str(session.ray_network) if session.ray_network else None}
+            "join": str(session.ray_network) if session.ray_network else None,
+            # a kernel of its own has no network: a cluster the learner named (RAY_ADDRESS and
+            # its token) is out of its reach, so it starts a local Ray inside the sandbox
+            "unset": [] if session.ray_network else list(CLUSTER_VARIABLES)}
     if session.ray_network:
         # The kernel drives the lab's Ray as that Ray's own user: Ray's session files are written
         # by both, and learner actors already run as that user inside that Ray's sandbox.

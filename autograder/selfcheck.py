@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import pkgutil
 import shutil
 import sys
@@ -89,6 +90,9 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
     if why_not and not as_json:
         print(f"no sandbox ({why_not}): your notebook runs as you -- fine for a self-check; "
               "an instructor's `grade` runs it in one")
+    elif os.environ.get("RAY_ADDRESS") and not as_json:
+        print(f"RAY_ADDRESS={os.environ['RAY_ADDRESS']} is not used while grading: the sandbox has no network, "
+              "so your notebook runs on a Ray of its own there (--unsandboxed runs it on your cluster)")
     outcome = grade_notebook(notebook, lab, sandboxed=not why_not, **limits)
     if not answer_keys() and not as_json:
         print("student bundle: your notebook ran in its own kernel and was checked there; checks that "

@@ -163,29 +163,46 @@ def test_start_joins_a_token_cluster_or_says_what_to_set(token_cluster, tmp_path
 
 @pytest.mark.slow
 @pytest.mark.grading
-def test_lab00_gets_full_marks_on_a_token_cluster(token_cluster, tmp_path):
+def test_lab00_gets_full_marks_on_a_token_cluster_and_the_sandbox_keeps_off_it(token_cluster, tmp_path):
     """The README's promise for a real cluster: ``RAY_ADDRESS`` names a two-node ``ray start``
-    cluster with token auth on, and ``python -m autograder check`` grades lab 00's solution with
-    its kernel on that cluster (lab 00's checks need no Ray of the grader's own)."""
+    cluster with token auth on, and ``python -m autograder check --unsandboxed`` grades lab 00's
+    solution with its kernel on that cluster (lab 00's checks need no Ray of the grader's own).
+    In the sandbox (no network) the same check says that it does not use the cluster, grades the
+    notebook on a Ray of its own, and the cluster sees no job of it."""
     import json
     import subprocess
     import sys
 
+    from autograder.grader import sandbox
     from notebooks import solution
 
     address, token = token_cluster
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
     env.update(RAY_ADDRESS=address, RAY_AUTH_TOKEN_PATH=str(token), HOME=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(solution("00_measure")), "--json"],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    report = json.loads(proc.stdout)
-    failed = {r["name"]: r["message"] for r in report["checks"] if r["score"] < r["max_score"]}
-    assert proc.returncode == 0 and not failed and report["score"] == report["max_score"], (failed, proc.stderr[-1500:])
-    # and the lesson's Ray work ran on that cluster: its GCS lists the kernel's job besides this probe's
     probe = "import ray; from course import cluster; cluster.start(); print(len(ray._private.state.jobs()))"  # no public job list without a dashboard
-    jobs = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path)
-    assert jobs.returncode == 0 and int(jobs.stdout.split()[-1]) >= 2, (jobs.stdout, jobs.stderr[-1500:])
+
+    def check(*flags: str) -> int:
+        """Grade lab 00's solution with ``flags``; the number of jobs the cluster then lists."""
+        proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(solution("00_measure")), *flags],
+                              env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        report = json.loads(proc.stdout) if "--json" in flags else None
+        if report is None:
+            assert proc.returncode == 0 and "RAY_ADDRESS=" in proc.stdout and "14/14" in proc.stdout, \
+                (proc.stdout[-1500:], proc.stderr[-1500:])
+        else:
+            failed = {r["name"]: r["message"] for r in report["checks"] if r["score"] < r["max_score"]}
+            assert proc.returncode == 0 and not failed and report["score"] == report["max_score"], \
+                (failed, proc.stderr[-1500:])
+        jobs = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)
+        assert jobs.returncode == 0, jobs.stderr[-1500:]
+        return int(jobs.stdout.split()[-1])
+
+    if not sandbox.unavailable():
+        assert check() == 1  # the probe's own job only: the sandboxed kernel never reached the cluster
+        assert check("--unsandboxed", "--json") >= 3  # the kernel's job, and the two probes'
+    else:
+        assert check("--unsandboxed", "--json") >= 2  # the kernel's job besides the probe's
 
 
 @pytest.mark.slow

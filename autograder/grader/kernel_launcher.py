@@ -49,7 +49,8 @@ def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
                           join=join, etc=spec["etc"],
                           # a kernel of its own counts its own Ray's threads (lab 03's: 16 GPUs'
                           # worth of actors); a Ray lab's kernel shares its user with that Ray
-                          limits=sandbox.Limits(processes=3072) if join is None else sandbox.Limits(), env=dict(spec.get("env", {})), binds=tuple(map(tuple, spec.get("binds", ()))))
+                          limits=sandbox.Limits(processes=3072) if join is None else sandbox.Limits(), env=dict(spec.get("env", {})),
+                          unset=tuple(spec.get("unset", ())), binds=tuple(map(tuple, spec.get("binds", ()))))
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
     return box.argv(kernel, cwd=cwd)
 

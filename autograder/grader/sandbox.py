@@ -74,6 +74,7 @@ class Sandbox:
     binds: tuple[tuple[str, str], ...] = ()  # (host folder, path inside), read-write, over the private /tmp
     private: tuple[str, ...] = ()  # more empty, size-capped folders of its own (a kernel's working folder)
     env: dict[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()  # variables of the grader's environment the sandbox must not see
     limits: Limits = Limits()
     etc: str = ""  # a folder holding the passwd and group files shown inside (see :func:`etc_files`)
 
@@ -118,7 +119,8 @@ class Sandbox:
             args += ["--setenv", key, value]
         # a pid of the grader's namespace means nothing here (ipykernel would take its parent for
         # dead and exit); --die-with-parent ends the sandbox with its parent instead
-        args += ["--unsetenv", "JPY_PARENT_PID"]
+        for key in ("JPY_PARENT_PID", *self.unset):
+            args += ["--unsetenv", key]
         if cwd:
             args += ["--chdir", cwd]
         # Still root inside: make the home the sandbox user's, then drop to that user for good.
