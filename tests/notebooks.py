@@ -82,3 +82,11 @@ def submit(course: Path, student: str, lab: str, notebook: Path) -> None:
     dest = course / "submitted" / student / lab
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(notebook, dest / f"{lab}.ipynb")
+
+
+def sandboxed() -> bool:
+    """Whether gradings in tests run in the OS sandbox: wherever one can be made (CI requires
+    it: ``COURSE_KIT_REQUIRE_SANDBOX``), as an instructor's ``grade`` does."""
+    from autograder.grader import sandbox
+
+    return not sandbox.unavailable()

@@ -19,7 +19,7 @@ import attacks_lab03
 import attacks_lab04
 import attacks_lab05
 from autograder import checks, cohort
-from notebooks import make_course, submit, variant
+from notebooks import make_course, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # one cohort of ~14 submissions on 2 cores
 
@@ -63,7 +63,7 @@ def _grade(lab: str, tmp: Path, mp: pytest.MonkeyPatch) -> tuple:
     mp.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")
     started = time.perf_counter()
     cohort.run(course, lab, cell_timeout_s=45, timeout_s=600,
-               sandboxed=False)  # sandboxed, dave-hangs and judy-kills-kernel do not grade yet (session note)
+               sandboxed=sandboxed())
     print(f"\n{lab}: cohort of {len(corpus.ATTACKS)} graded in {time.perf_counter() - started:.0f} s")
     time.sleep(3)  # the instructor opens the results a moment later, not within the same millisecond
     with open(course / "grades.csv") as f:

@@ -50,7 +50,7 @@ def test_wrong_limit_and_no_actor_pool_lose_exactly_their_points(tmp_path):
         ".map_batches(pipeline.Model,", ".map_batches(lambda batch: pipeline.Model()(batch),")
     assert plan != cell_source(LAB, "plan") and tasks != cell_source(LAB, "build_pipeline")
     nb = variant(LAB, tmp_path / f"{LAB}.ipynb", replace={"plan": plan, "build_pipeline": tasks}, demos=False)
-    outcome = selfcheck.grade_notebook(nb, LAB, cell_timeout_s=300, sandboxed=False)
+    outcome = selfcheck.grade_notebook(nb, LAB, cell_timeout_s=300)
     assert not outcome.error
     failed = {r.name for r in outcome.results if not r.passed}
     assert failed == {"plan-limit", "pipeline-actor-pool", "pipeline-throughput-tier1", "pipeline-throughput-tier2"}, (

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from autograder import cli, cohort, nbgrader_run
-from notebooks import make_course, released, submit, variant
+from notebooks import make_course, released, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # the module fixture grades six submissions
 
@@ -77,7 +77,7 @@ def graded(tmp_path_factory):
     mp.setenv("AUTOGRADER_SEED", SEED)             # deterministic workloads, so fakes can be checked
     mp.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")   # a hang costs 20 s, not 60
     code = cohort.run(course, LAB, cell_timeout_s=45, timeout_s=600, memory_limit_gib=MEMORY_LIMIT_GIB,
-                      sandboxed=False)  # sandboxed, dave-hangs and judy-kills-kernel do not grade yet (session note)
+                      sandboxed=sandboxed())
     mp.undo()
     with open(course / "grades.csv") as f:
         rows = {r["student_id"]: r for r in csv.DictReader(f)}
@@ -101,7 +101,7 @@ def test_solution(graded):  # the blank lab 00: test_nbgrader_run (graded throug
     _, rows, course = graded
     assert (rows["alice-solution"]["score"], rows["alice-solution"]["max_score"]) == ("14", "14")
     assert rows["alice-solution"]["status"] == "graded"
-    assert {r["sandbox"] for r in rows.values()} == {"none"}
+    assert {r["sandbox"] for r in rows.values()} == {"bubblewrap" if sandboxed() else "none"}
     # the lesson's demonstrations (graded with the solution) run as written
     assert nbgrader_run.cell_errors(course / "autograded" / "alice-solution" / LAB) == []
 

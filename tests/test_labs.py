@@ -62,7 +62,7 @@ def test_labs_are_generated_from_solutions(tmp_path):
 @pytest.mark.parametrize("lab", THROUGH_NBGRADER)
 def test_solution_gets_full_marks(lab):
     notebook = solution(lab)
-    outcome = selfcheck.grade_notebook(notebook, lab, cell_timeout_s=300, sandboxed=False)
+    outcome = selfcheck.grade_notebook(notebook, lab, cell_timeout_s=300)
     assert not outcome.error
     failed = {r.name: r.message for r in outcome.results if not r.passed}
     assert not outcome.killed, outcome.killed
@@ -77,6 +77,6 @@ def test_blank_lab_gets_zero(lab, tmp_path):
     # the learner's copy without its demonstration cells: they earn nothing either way, and
     # given code in them (e.g. lab 04's naive job) would only spend CI time
     blank = variant(lab, tmp_path / f"{lab}.ipynb", base=released(lab), demos=False)
-    outcome = selfcheck.grade_notebook(blank, lab, cell_timeout_s=300, sandboxed=False)
+    outcome = selfcheck.grade_notebook(blank, lab, cell_timeout_s=300)
     assert not outcome.error
     assert outcome.results and outcome.score == 0, [r for r in outcome.results if r.score]

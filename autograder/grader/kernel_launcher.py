@@ -28,7 +28,10 @@ def install(folder: Path, spec: dict) -> dict[str, str]:
     spec_path.write_text(json.dumps(spec))
     argv = [sys.executable, "-P", "-m", __name__, str(spec_path), "{connection_file}"]
     (kernels / "kernel.json").write_text(json.dumps(
-        {"argv": argv, "display_name": "Python 3 (autograder sandbox)", "language": "python"}))
+        {"argv": argv, "display_name": "Python 3 (autograder sandbox)", "language": "python",
+         # nbclient's interrupt (a cell past its limit) as a message: a signal to the process
+         # nbgrader started reaches bwrap, not the kernel in its own session inside
+         "interrupt_mode": "message"}))
     return {"JUPYTER_PATH": str(folder / "share" / "jupyter")}
 
 
