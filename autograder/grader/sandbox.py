@@ -46,7 +46,7 @@ TOOLS = ("bwrap", "setpriv", "prlimit")
 class Limits:
     """What one sandbox may use (PrairieLearn's external grader: 1,024 processes, 1 GiB disk)."""
 
-    processes: int = 8192            # RLIMIT_NPROC of its uid: a fork bomb stops here. Linux counts
+    processes: int = 8192            # its cgroup's pids.max (else RLIMIT_NPROC of its uid). Linux counts
                                      # threads too, and one Ray worker has dozens (lab 02's kernel
                                      # died at 1,024 under its chaos run)
     file_bytes: int = 2 * 2**30      # RLIMIT_FSIZE: no single file larger
@@ -77,6 +77,7 @@ class Sandbox:
     unset: tuple[str, ...] = ()  # variables of the grader's environment the sandbox must not see
     limits: Limits = Limits()
     etc: str = ""  # a folder holding the passwd and group files shown inside (see :func:`etc_files`)
+    cgroup: tuple[str, ...] = ()  # the cgroup.procs files of its control group (:mod:`.cgroup`), if any
 
     def argv(self, command: list[str], *, cwd: str | None = None, info_fd: int | None = None) -> list[str]:
         """The full command line that runs ``command`` inside this sandbox."""
@@ -84,6 +85,9 @@ class Sandbox:
         # that Ray's processes with the pids its actors report (lab 02 kills them by pid), its
         # /tmp (files a kernel hands its actors by path) and its loopback -- nothing of the machine.
         prefix = ["nsenter", f"--target={self.join}", "--mount", "--pid", "--net", "--"] if self.join else []
+        if self.cgroup:  # joined first, so that everything started after it is counted there
+            joins = " && ".join(f"echo $$ > {shlex.quote(f)}" for f in self.cgroup)
+            prefix = ["/bin/sh", "-c", f'{joins} && exec "$@"', "cgroup", *prefix]
         args = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
         if self.join is None:
@@ -124,7 +128,10 @@ class Sandbox:
         if cwd:
             args += ["--chdir", cwd]
         # Still root inside: make the home the sandbox user's, then drop to that user for good.
-        drop = ["prlimit", f"--nproc={lim.processes}", f"--fsize={lim.file_bytes}", "--core=0",
+        # a control group caps the processes of this sandbox alone; RLIMIT_NPROC would count
+        # every process of the uid on the machine, other sandboxes' included
+        nproc = "unlimited" if self.cgroup else lim.processes
+        drop = ["prlimit", f"--nproc={nproc}", f"--fsize={lim.file_bytes}", "--core=0",
                 f"--cpu={lim.cpu_seconds}", "--",
                 "setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]

@@ -1,0 +1,164 @@
+"""A control group for one grading's sandboxes: caps the kernel counts, not the user.
+
+``RLIMIT_NPROC`` counts every process of a uid machine-wide, so a fork bomb in one sandbox
+starves every other sandbox running as the same uid; and memory held in a sandbox's tmpfs
+(``/tmp``, ``/dev/shm``, the home) is in no process's resident set, so a watch over the
+process tree misses it. A control group (cgroup) with the ``pids`` and ``memory`` controllers
+counts both for exactly the processes in it, tmpfs pages included, and the kernel enforces
+them: ``fork`` fails at ``pids.max``, and the OOM killer stops the group at its memory limit
+(swap included, where the kernel accounts it). Docker, podman and systemd cap containers
+the same way.
+
+Cgroup v1 (a hierarchy per controller, as on this kit's CI machines) and v2 (one unified
+hierarchy whose ``cgroup.subtree_control`` already enables both controllers) are supported;
+groups are made under the grader's own cgroup. Where neither can be written (not root, no
+delegation), :func:`create` returns ``None`` and the sandbox falls back to ``RLIMIT_NPROC``
+and the grader's memory watch.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+CONTROLLERS = ("memory", "pids")
+
+
+def _hierarchies() -> tuple[Path, ...] | None:
+    """The folders of this process's own cgroups where ours can be made: one per controller
+    (v1), or one for both (v2); ``None`` where there are none."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    v1, unified = {}, None
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        for name in names.split(","):
+            if name in CONTROLLERS:
+                v1[name] = ROOT / name / path.lstrip("/")
+        if names == "":
+            unified = ROOT / path.lstrip("/")
+    if set(v1) == set(CONTROLLERS):
+        folders = tuple(v1[c] for c in CONTROLLERS)
+        return folders if all(os.access(f, os.W_OK) for f in folders) else None
+    if unified is not None and unified.is_dir():
+        try:
+            enabled = (unified / "cgroup.subtree_control").read_text().split()
+        except OSError:
+            return None
+        if set(CONTROLLERS) <= set(enabled) and os.access(unified, os.W_OK):
+            return (unified,)
+    return None
+
+
+@dataclass(frozen=True)
+class Cgroup:
+    """One grading's control group: its folder in each hierarchy."""
+
+    folders: tuple[Path, ...]
+    memory_bytes: int
+
+    @property
+    def procs(self) -> tuple[str, ...]:
+        """The ``cgroup.procs`` files a process writes its pid to, to join (see
+        :meth:`autograder.grader.sandbox.Sandbox.argv`)."""
+        return tuple(str(f / "cgroup.procs") for f in self.folders)
+
+    def _read(self, name: str) -> str:
+        for folder in self.folders:
+            try:
+                return (folder / name).read_text()
+            except OSError:
+                continue
+        return ""
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel's OOM killer stopped in this group (its memory cap)."""
+        for name in ("memory.events", "memory.oom_control"):  # v2, v1 (Linux >= 4.13)
+            for line in self._read(name).splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        return 0
+
+    def peak_bytes(self) -> int:
+        """The most memory the group held at once (tmpfs and page cache included)."""
+        text = self._read("memory.peak") or self._read("memory.max_usage_in_bytes")
+        return int(text) if text.strip().isdigit() else 0
+
+    def pids(self) -> list[int]:
+        """The processes in the group now."""
+        return sorted({int(p) for f in self.procs for p in _words(Path(f))})
+
+    def close(self, wait_s: float = 10.0) -> int:
+        """Kill what is left in the group and remove it; the number of processes killed."""
+        killed, deadline = set(), time.monotonic() + wait_s
+        while (pids := self.pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        for folder in self.folders:
+            for _ in range(100):  # a killed process leaves the group a moment after it dies
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+        return len(killed)
+
+
+def _words(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except OSError:
+        return []
+
+
+def create(*, memory_bytes: int, processes: int, name: str = "autograder") -> Cgroup | None:
+    """A new group capped at ``memory_bytes`` (no swap beyond it) and ``processes`` processes
+    and threads; ``None`` where this machine lets the grader make none."""
+    parents = _hierarchies()
+    if parents is None:
+        return None
+    folders = tuple(p / f"{name}-{secrets.token_hex(4)}" for p in parents)
+    made: list[Path] = []
+    try:
+        for folder in folders:
+            folder.mkdir()
+            made.append(folder)
+        _limit(folders, ("memory.max", "memory.limit_in_bytes"), str(memory_bytes))
+        # no swap beyond the cap: v2 counts swap on its own (none of it), v1 memory and swap together
+        _limit(folders, ("memory.swap.max",), "0", optional=True)
+        _limit(folders, ("memory.memsw.limit_in_bytes",), str(memory_bytes), optional=True)
+        _limit(folders, ("pids.max",), str(processes))
+    except OSError:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        return None
+    return Cgroup(folders, memory_bytes)
+
+
+def _limit(folders: tuple[Path, ...], names: tuple[str, ...], value: str, optional: bool = False) -> None:
+    """Write one limit in whichever folder holds one of its file ``names``."""
+    for folder in folders:
+        for name in names:
+            if (folder / name).exists():
+                (folder / name).write_text(value)
+                return
+    if not optional:
+        raise OSError(f"none of {names} here")
