@@ -282,7 +282,7 @@ def _seed_env(student: str) -> dict[str, str]:
     return {"seed": str(int.from_bytes(digest[:4], "big") % 2**31)}
 
 
-def _sandbox_args(work: Path, course: Path, session, endpoint) -> tuple[list[str], dict[str, str]]:
+def _sandbox_args(work: Path, course: Path, session, endpoint, group) -> tuple[list[str], dict[str, str]]:
     """nbgrader's extra arguments and environment that start the kernel in its sandbox.
 
     The kernel speaks to nbgrader over Unix sockets (ZeroMQ's ``ipc`` transport) in a folder
@@ -303,7 +303,8 @@ def _sandbox_args(work: Path, course: Path, session, endpoint) -> tuple[list[str
             "join": str(session.ray_network) if session.ray_network else None,
             # a kernel of its own has no network: a cluster the learner named (RAY_ADDRESS and
             # its token) is out of its reach, so it starts a local Ray inside the sandbox
-            "unset": [] if session.ray_network else list(CLUSTER_VARIABLES)}
+            "unset": [] if session.ray_network else list(CLUSTER_VARIABLES),
+            "cgroup": list(group.procs) if group else []}
     if session.ray_network:
         # The kernel drives the lab's Ray as that Ray's own user: Ray's session files are written
         # by both, and learner actors already run as that user inside that Ray's sandbox.
@@ -314,6 +315,18 @@ def _sandbox_args(work: Path, course: Path, session, endpoint) -> tuple[list[str
     (work / "runtime").mkdir(mode=0o755)  # the kernel's connection file, where its sandbox sees it
     sandbox.give(work / "runtime", int(spec.get("uid", sandbox.LEARNER_UID)))  # ipykernel makes its folder 0700
     return ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}"], env
+
+
+def _control_group(lab: str, memory_limit_gib: float | None):
+    """The submission's control group (:mod:`autograder.grader.cgroup`): its sandboxes' memory,
+    tmpfs included, under ``memory_limit_gib``, and their processes and threads under the
+    sandbox's cap; ``None`` where this machine lets the grader make none."""
+    from .checks import needs_ray
+    from .grader import cgroup, sandbox
+
+    processes = sandbox.Limits().processes if needs_ray(lab) else sandbox.KERNEL_PROCESSES
+    memory = int(memory_limit_gib * 2**30) if memory_limit_gib else None
+    return cgroup.create(memory_bytes=memory, processes=processes)
 
 
 def autograde(course: Path, assignment: str, student: str, *,
@@ -339,12 +352,14 @@ def autograde(course: Path, assignment: str, student: str, *,
     endpoint = Endpoint(session.serve, gid=SANDBOX_GID if sandboxed else None)
     leftovers = Leftovers()
     work = Path(tempfile.mkdtemp(prefix="autograder-sandbox-")) if sandboxed else None
+    group = _control_group(session.lab, memory_limit_gib) if sandboxed else None
     if work is not None:
         os.chmod(work, 0o755)  # sandboxes pass through it to their own folders inside
     try:
         try:
             share = () if work is None else (endpoint.address,)  # what a Ray lab's kernel needs there too
-            env = {**endpoint.env, **session.start(sandbox_dir=work, share=share)}  # no AUTOGRADER_SEED here
+            env = {**endpoint.env, **session.start(sandbox_dir=work, share=share,
+                                                   cgroup=group.procs if group else ())}  # no AUTOGRADER_SEED here
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
                            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again",
@@ -353,13 +368,15 @@ def autograde(course: Path, assignment: str, student: str, *,
                   "AUTOGRADER_SUBMISSION_TIMEOUT_S": str(int(timeout_s))}
         extra: list[str] = []
         if work is not None:
-            extra, more = _sandbox_args(work, course, session, endpoint)
+            extra, more = _sandbox_args(work, course, session, endpoint, group)
             env.update(more)
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
                          f"--Execute.timeout={int(cell_timeout_s)}", CONFIG_ARG, *extra],
                         course, timeout_s, env={**env, **limits}, memory_limit_gib=memory_limit_gib)
     finally:
         session.close()  # the reference process and the lab's Ray, before the leftovers are counted
+        if group is not None:  # whatever of the sandboxes is left, before anything is read back
+            out_of_memory, peak, reaped = group.oom_kills() > 0, group.peak_bytes(), group.close()
         killed = leftovers.end()  # before anything is read back: nothing of it runs on
         endpoint.close()
         if work is not None:
@@ -370,6 +387,9 @@ def autograde(course: Path, assignment: str, student: str, *,
     log = (proc.stderr or "") + (proc.stdout or "") + "".join(
         f"\n[autograder | grader error]\n{f}" for f in endpoint.failures)
     log += "".join(f"\n[autograder | killed after the submission] {c}" for c in killed)
+    if group is not None:
+        log += (f"\n[autograder | control group] peak memory {peak / 2**30:.2f} GiB (tmpfs included), "
+                f"OOM kills: {'yes' if out_of_memory else 'none'}, processes left and killed: {reaped}")
     raised = cell_errors(course / "autograded" / student / assignment)
     log += "".join(f"\n[autograder | an ungraded cell raised] {e}" for e in raised)
     log += "".join(f"\n[autograder | static check] {f}" for f in findings)
@@ -377,7 +397,7 @@ def autograde(course: Path, assignment: str, student: str, *,
                       findings=findings, seconds=time.monotonic() - started, sandboxed=sandboxed)
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
-    elif proc.returncode == 137:
+    elif proc.returncode == 137 or (group is not None and out_of_memory):
         outcome.error = f"the submission used more than {memory_limit_gib:g} GiB of memory; it was stopped"
     elif proc.returncode == 125:
         outcome.error = f"the submission {proc.stderr.strip().splitlines()[-1]}; it was stopped"

@@ -59,7 +59,8 @@ class ReferenceProcess:
     authentication), so that no other submission's kernel can join it.
     """
 
-    def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None, share: tuple[str, ...] = ()):
+    def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None, share: tuple[str, ...] = (),
+                 cgroup: tuple[str, ...] = ()):
         from .session import Learner
 
         self._ready, self._done = threading.Event(), threading.Event()
@@ -75,7 +76,7 @@ class ReferenceProcess:
         if sandbox_dir is not None:
             self.network_from = sandbox_dir / "ray-sandbox.json"
             info = os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            command = self._sandboxed(command, sandbox_dir, info, share)
+            command = self._sandboxed(command, sandbox_dir, info, share, cgroup)
         try:
             self.proc = subprocess.Popen(command, env={**env, **self._endpoint.env}, stdin=subprocess.DEVNULL,
                                          stdout=self._log, stderr=subprocess.STDOUT,
@@ -93,7 +94,8 @@ class ReferenceProcess:
             self.ray_env["RAY_ADDRESS"] = self.remote.call("kit.address", ray_start(lab), what="starting the lab's Ray",
                                                            returns="string", timeout_s=START_TIMEOUT_S)
 
-    def _sandboxed(self, command: list[str], folder: Path, info_fd: int, share: tuple[str, ...]) -> list[str]:
+    def _sandboxed(self, command: list[str], folder: Path, info_fd: int, share: tuple[str, ...],
+                   cgroup: tuple[str, ...]) -> list[str]:
         """``command`` inside a sandbox of the grader's Ray user (:mod:`autograder.grader.sandbox`).
 
         Learner actors run in this Ray's workers, so this Ray -- and this process, which starts
@@ -112,7 +114,8 @@ class ReferenceProcess:
         kit, _ = sandbox.kit_paths(reference=True)
         box = sandbox.Sandbox(uid=sandbox.GRADER_RAY_UID, readable=(*sandbox.python_paths(), *kit, self._endpoint.address),
                               writable=(str(folder), *share),
-                              binds=((str(shared), "/tmp/ray"),), etc=sandbox.etc_files(folder / "etc"))
+                              binds=((str(shared), "/tmp/ray"),), etc=sandbox.etc_files(folder / "etc"),
+                              cgroup=cgroup)
         return box.argv(command, cwd="/tmp", info_fd=info_fd)
 
     def _hold(self, conn) -> None:

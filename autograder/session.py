@@ -229,13 +229,14 @@ class Session:
         self._sealed = False
         self._process = None  # the reference process, while grading
 
-    def start(self, sandbox_dir=None, share: tuple[str, ...] = ()) -> dict[str, str]:
+    def start(self, sandbox_dir=None, share: tuple[str, ...] = (), cgroup: tuple[str, ...] = ()) -> dict[str, str]:
         """Start what grading this lab needs before the kernel runs; the kernel's extra environment.
 
         Labs whose checks use Ray get a reference process that starts the lab's Ray; the
         kernel joins it (``RAY_ADDRESS`` and this Ray's own token). Other labs need nothing.
         With ``sandbox_dir`` that process and its Ray run in a sandbox of their own
-        (:meth:`autograder.reference_process.ReferenceProcess._sandboxed`).
+        (:meth:`autograder.reference_process.ReferenceProcess._sandboxed`), in the submission's
+        control group ``cgroup`` (its ``cgroup.procs`` files), where there is one.
         """
         from .checks import needs_ray
         from .reference_process import ReferenceProcess
@@ -243,7 +244,7 @@ class Session:
         self._grading = True
         if not needs_ray(self.lab):
             return {}
-        self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share)
+        self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share, cgroup=cgroup)
         return dict(self._process.ray_env)
 
     @property

@@ -62,7 +62,7 @@ class Cgroup:
     """One grading's control group: its folder in each hierarchy."""
 
     folders: tuple[Path, ...]
-    memory_bytes: int
+    memory_bytes: int | None
 
     @property
     def procs(self) -> tuple[str, ...]:
@@ -126,9 +126,9 @@ def _words(path: Path) -> list[str]:
         return []
 
 
-def create(*, memory_bytes: int, processes: int, name: str = "autograder") -> Cgroup | None:
-    """A new group capped at ``memory_bytes`` (no swap beyond it) and ``processes`` processes
-    and threads; ``None`` where this machine lets the grader make none."""
+def create(*, memory_bytes: int | None, processes: int, name: str = "autograder") -> Cgroup | None:
+    """A new group capped at ``memory_bytes`` (no swap beyond it; ``None``: no memory cap) and
+    ``processes`` processes and threads; ``None`` where this machine lets the grader make none."""
     parents = _hierarchies()
     if parents is None:
         return None
@@ -138,10 +138,11 @@ def create(*, memory_bytes: int, processes: int, name: str = "autograder") -> Cg
         for folder in folders:
             folder.mkdir()
             made.append(folder)
-        _limit(folders, ("memory.max", "memory.limit_in_bytes"), str(memory_bytes))
-        # no swap beyond the cap: v2 counts swap on its own (none of it), v1 memory and swap together
-        _limit(folders, ("memory.swap.max",), "0", optional=True)
-        _limit(folders, ("memory.memsw.limit_in_bytes",), str(memory_bytes), optional=True)
+        if memory_bytes:
+            _limit(folders, ("memory.max", "memory.limit_in_bytes"), str(memory_bytes))
+            # no swap beyond the cap: v2 counts swap on its own (none of it), v1 memory and swap together
+            _limit(folders, ("memory.swap.max",), "0", optional=True)
+            _limit(folders, ("memory.memsw.limit_in_bytes",), str(memory_bytes), optional=True)
         _limit(folders, ("pids.max",), str(processes))
     except OSError:
         for folder in made:

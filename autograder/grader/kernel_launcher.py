@@ -49,11 +49,11 @@ def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
     box = sandbox.Sandbox(uid=int(spec.get("uid", sandbox.LEARNER_UID)), writable=tuple(spec.get("writable", ())),
                           private=(cwd,),
                           readable=(*spec["readable"], connection_file), hidden=tuple(spec.get("hidden", ())),
-                          join=join, etc=spec["etc"],
-                          # a kernel of its own counts its own Ray's threads (lab 03's: 16 GPUs'
-                          # worth of actors); a Ray lab's kernel shares its user with that Ray
-                          limits=sandbox.Limits(processes=3072) if join is None else sandbox.Limits(), env=dict(spec.get("env", {})),
-                          unset=tuple(spec.get("unset", ())), binds=tuple(map(tuple, spec.get("binds", ()))))
+                          join=join, etc=spec["etc"], env=dict(spec.get("env", {})),
+                          unset=tuple(spec.get("unset", ())), cgroup=tuple(spec.get("cgroup", ())),
+                          binds=tuple(map(tuple, spec.get("binds", ()))),
+                          # a Ray lab's kernel shares its user (and its cgroup) with that Ray
+                          limits=sandbox.Limits(processes=sandbox.KERNEL_PROCESSES) if join is None else sandbox.Limits())
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
     return box.argv(kernel, cwd=cwd)
 

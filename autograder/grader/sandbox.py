@@ -41,6 +41,9 @@ SANDBOX_GID = 61000      # shared by both, so a kernel can reach its lab's Ray s
 HOME = "/home/learner"
 TOOLS = ("bwrap", "setpriv", "prlimit")
 
+# a kernel with a Ray of its own counts its own Ray's threads (lab 03's: 16 GPUs' worth of actors)
+KERNEL_PROCESSES = 3072
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -130,8 +133,8 @@ class Sandbox:
         # Still root inside: make the home the sandbox user's, then drop to that user for good.
         # a control group caps the processes of this sandbox alone; RLIMIT_NPROC would count
         # every process of the uid on the machine, other sandboxes' included
-        nproc = "unlimited" if self.cgroup else lim.processes
-        drop = ["prlimit", f"--nproc={nproc}", f"--fsize={lim.file_bytes}", "--core=0",
+        nproc = [] if self.cgroup else [f"--nproc={lim.processes}"]
+        drop = ["prlimit", *nproc, f"--fsize={lim.file_bytes}", "--core=0",
                 f"--cpu={lim.cpu_seconds}", "--",
                 "setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
