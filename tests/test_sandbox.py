@@ -155,3 +155,34 @@ def test_grade_refuses_to_run_without_a_sandbox(tmp_path, monkeypatch, capsys):
     assert cli.main(["grade", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "none can be made here: bwrap not found" in err and "--unsandboxed" in err
+
+
+def test_a_control_group_caps_memory_held_in_tmpfs_and_reaps_what_is_left(tmp_path):
+    """Memory written to the sandbox's /dev/shm is in no process's resident set; the grading's
+    control group counts it and stops the sandbox at its cap (OOM kill), and closing the group
+    kills what is left (a daemon the sandbox started) and removes it. On a machine that lets the
+    grader make no control group, the sandbox falls back to RLIMIT_NPROC and the memory watch."""
+    from autograder.grader import cgroup
+
+    _require()
+    group = cgroup.create(memory_bytes=256 * 2**20, processes=64)
+    if group is None:
+        if os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
+            pytest.fail("COURSE_KIT_REQUIRE_SANDBOX is set, but this machine lets the grader make no control group")
+        pytest.skip("this machine lets the grader make no control group")
+    box = sandbox.Sandbox(readable=sandbox.python_paths(), etc=sandbox.etc_files(tmp_path / "etc"), cgroup=group.procs)
+    try:
+        fill = subprocess.run(box.argv(["/bin/sh", "-c", "dd if=/dev/zero of=/dev/shm/fill bs=1M count=400"]),
+                              capture_output=True, text=True, timeout=60)
+        assert fill.returncode != 0 and group.oom_kills() >= 1, (fill.returncode, fill.stderr[-300:])
+        assert 200 * 2**20 < group.peak_bytes() <= 256 * 2**20
+        daemon = box.argv(["/bin/sh", "-c", "setsid sleep 300 & sleep 300"])
+        proc = subprocess.Popen(daemon, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while len(group.pids()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(group.pids()) >= 3  # the join shell's exec, bwrap, the shell and its sleeps
+    finally:
+        killed = group.close()
+    proc.wait(10)
+    assert killed >= 3 and not any(f.exists() for f in group.folders)
