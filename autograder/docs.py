@@ -7,7 +7,7 @@ exits 1 (naming the stale pages) when one differs from what the code says now. T
   the argument parser (:func:`autograder.cli.parser`);
 * ``docs/static-check/rules.md`` and ``docs/static-check/allowlist.md``: the static check's
   rule ids, the names, attributes and magics each flags, and the allowlist of imports, read from
-  :mod:`autograder.static_check`'s own tables.
+  :mod:`autograder.static_check.policy`'s own tables.
 
 ``tests/test_docs.py`` fails when a page is stale, and ``docs/hooks.py`` warns (which fails
 ``mkdocs build --strict``) too. Nothing here runs learner code or starts Ray.
@@ -119,9 +119,9 @@ def _names(items) -> str:
 
 def rules_page() -> str:
     """``docs/static-check/rules.md``: every rule id, and the tables behind it."""
-    from . import static_check as sc
+    from .static_check import policy as sc
 
-    out = [HEADER.format(source="`autograder/static_check.py`'s tables"),
+    out = [HEADER.format(source="`autograder/static_check/policy.py`'s tables"),
            "# Static check: rules\n\n",
            "Every finding carries one of these rule ids. Which imports are allowed is on the "
            "[allowlist](allowlist.md) page; what the check is for, and what it cannot see, on the "
@@ -174,12 +174,13 @@ def _reason_table(reasons, column: str) -> str:
 
 def allowlist_page() -> str:
     """``docs/static-check/allowlist.md``: ``ALLOWED_IMPORTS``, ``DENIED`` and the refusals."""
-    from . import static_check as sc
+    from .static_check import policy as sc
+    from .static_check.names import _reason
 
     whole = [m for m, parts in sc.ALLOWED_IMPORTS.items() if parts is sc.ALL]
     partly = {m: parts for m, parts in sc.ALLOWED_IMPORTS.items() if parts is not sc.ALL}
     refused = {k: v for k, v in sc._REASONS.items() if k not in sc.ALLOWED_IMPORTS}
-    out = [HEADER.format(source="`autograder/static_check.py`'s `ALLOWED_IMPORTS`, `DENIED` and reasons"),
+    out = [HEADER.format(source="`autograder/static_check/policy.py`'s `ALLOWED_IMPORTS`, `DENIED` and reasons"),
            "# Static check: allowlist\n\n",
            "Learner cells may import these modules (`ALLOWED_IMPORTS`); any other import is an "
            "[`import-not-allowed`](rules.md#import-not-allowed) finding.\n\n",
@@ -190,7 +191,7 @@ def allowlist_page() -> str:
            "Only the names listed:\n\n| module | names allowed |\n|---|---|\n"]
     out += [f"| {_code(m)} | {_names(parts)} |\n" for m, parts in partly.items()]
     out += ["\n## Denied parts of allowed modules {#denied}\n\n",
-            _reason_table({d: sc._reason(d) for d in sc.DENIED}, "name"),
+            _reason_table({d: _reason(d) for d in sc.DENIED}, "name"),
             "\n## Refused, with the reason {#refused}\n\n",
             "Imported, these are [`import-not-allowed`](rules.md#import-not-allowed) findings; used "
             "through an allowed import, [`forbidden-name`](rules.md#forbidden-name) ones.\n\n",
