@@ -165,6 +165,8 @@ def main(lab: str) -> None:
 
     _not_dumpable()
     conn = channel.connect()
+    for name in (channel.ENDPOINT_ENV, channel.KEY_ENV):  # not inherited by the Ray this process starts,
+        os.environ.pop(name, None)                       # whose workers run learner code in Ray labs
     for_lab(lab)  # the lab's own kit steps, if it has any
     names = namespace(lab)
     callback = agent.callback_for(conn)
