@@ -40,6 +40,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("course_dir", type=Path)
     g.add_argument("assignment", nargs="?", help="only this assignment (default: all)")
     g.add_argument("--csv", type=Path, help="where to write scores (default COURSE_DIR/grades.csv)")
+    g.add_argument("--regrade", action="store_true",
+                   help="grade every submission again, also those unchanged since they were graded")
     g.add_argument("--unsandboxed", action="store_true",
                    help="grade without the OS sandbox where none can be made (grades.csv says sandbox=none)")
     limits(g)
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             from . import cohort
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, sandboxed=not args.unsandboxed,
-                              **lim)
+                              regrade=args.regrade, **lim)
         if args.command == "colab":
             from . import colab
 

@@ -142,13 +142,16 @@ def _no_bytecode():
 
 
 def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None,
-        sandboxed: bool = True, **limits) -> int:
+        sandboxed: bool = True, regrade: bool = False, **limits) -> int:
     """Grade every submission; exit code 0 when all were graded, 1 when any failed to grade.
 
     Each submission runs in the sandbox (:mod:`autograder.grader.sandbox`); where none can be
     made this refuses, unless ``sandboxed=False`` (``--unsandboxed``), which the CSV records.
+    A submission graded before under the same fingerprint (its files, the kit, the limits and
+    the seed: :mod:`autograder.grader.resume`) keeps its grade unless ``regrade``; so a run
+    stopped half-way (Ctrl-C, a crash) continues where it stopped.
     """
-    from .grader import sandbox
+    from .grader import resume, sandbox
 
     course = Path(course).resolve()
     pairs = submissions(course, assignment)
@@ -160,13 +163,28 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     limits["sandboxed"] = sandboxed
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)
-    outcomes = []
+    outcomes, kept = [], 0
     gradebook = scratch_course.template(course)  # bytes: no file a submission could rewrite for the next
-    with _no_bytecode():
-        for student, a in tqdm(pairs, desc="grading", unit="submission"):
-            outcomes.append(grade_one(course, student, a, gradebook, **limits))
-            tqdm.write(summary(outcomes[-1]))
+    kit = resume.kit_fingerprint()
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
+    try:
+        with _no_bytecode():
+            for student, a in tqdm(pairs, desc="grading", unit="submission"):
+                mark = resume.fingerprint(course, student, a, kit, limits)
+                outcome = None if regrade else resume.load(course, student, a, mark)
+                if outcome is None:
+                    outcome = grade_one(course, student, a, gradebook, **limits)
+                    resume.save(course, outcome, mark)
+                    tqdm.write(summary(outcome))
+                else:
+                    kept += 1
+                outcomes.append(outcome)
+    except KeyboardInterrupt:
+        write_csv(outcomes, csv_path)
+        print(f"interrupted: {len(outcomes)} of {len(pairs)} submissions are in {csv_path}; "
+              "run the same command again to grade the rest", file=sys.stderr)
+        return 130
     write_csv(outcomes, csv_path)
-    print(f"wrote {csv_path} ({len(outcomes)} submissions)")
+    print(f"wrote {csv_path} ({len(outcomes)} submissions"
+          + (f"; {kept} unchanged since graded kept their grade, --regrade grades them again" if kept else "") + ")")
     return 1 if any(o.error for o in outcomes) else 0

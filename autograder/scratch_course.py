@@ -195,7 +195,7 @@ class Untouchable:
         course, kit = self.roots["course"], self.roots["kit"]
         for p in sorted(course.iterdir()):  # a folder that appears here is a planted package
             yield "course", p
-        for folder in ("submitted", "autograded"):
+        for folder in ("submitted", "autograded", ".autograder"):  # .autograder: what was graded (resume)
             for p in sorted((course / folder).rglob("*")) if (course / folder).is_dir() else ():
                 if not p.is_dir() or p.is_symlink():
                     yield "course", p

@@ -236,3 +236,49 @@ def test_grades_csv_replaces_what_stands_at_its_path_never_writes_through_it(tmp
     out.mkdir()
     cohort.write_csv([], out)
     assert out.is_file() and not list(tmp_path.glob(".grades.csv*"))
+
+
+def test_a_rerun_grades_only_what_changed_and_an_interrupted_run_continues(tmp_path, monkeypatch, capsys):
+    """``grade`` twice: the second run keeps every grade whose submission, kit, limits and seed
+    are unchanged (:mod:`autograder.grader.resume`) and grades what changed; ``--regrade``
+    grades all; a grading the grader itself could not carry out is retried; Ctrl-C leaves the
+    CSV of what was graded, and the next run grades the rest."""
+    import csv
+
+    course = make_course(tmp_path / "course", ["00_measure"])
+    for student in ("ann", "ben", "cat"):
+        submit(course, student, "00_measure", released("00_measure"))
+    graded, fail = [], {}
+
+    def fake(course_, student, assignment, gradebook, **limits):
+        if fail.get(student) == "interrupt":
+            raise KeyboardInterrupt
+        graded.append(student)
+        error = fail.get(student, "")
+        return Outcome(student, assignment, [Result("ray-task", 0 if error else 2, 2)], error=error)
+
+    monkeypatch.setattr(cohort, "grade_one", fake)
+
+    def run(**kw):
+        graded.clear()
+        code = cohort.run(course, "00_measure", sandboxed=False, **{"cell_timeout_s": 45, **kw})
+        with open(course / "grades.csv") as f:
+            return code, sorted(graded), {r["student_id"]: r["score"] for r in csv.DictReader(f)}
+
+    fail["ben"] = "the grader could not start its reference process (x); nothing was graded, grade it again"
+    assert run() == (1, ["ann", "ben", "cat"], {"ann": "2", "ben": "0", "cat": "2"})
+    fail.clear()
+    assert run() == (0, ["ben"], {"ann": "2", "ben": "2", "cat": "2"})  # only the one to retry
+    assert "2 unchanged since graded kept their grade" in capsys.readouterr().out
+    nb = course / "submitted" / "cat" / "00_measure" / "00_measure.ipynb"
+    nb.write_text(nb.read_text().replace("\n", "\n ", 1))  # cat submits again
+    assert run()[1] == ["cat"]
+    assert run(cell_timeout_s=60)[1] == ["ann", "ben", "cat"]  # other limits: graded again
+    assert run(regrade=True)[1] == ["ann", "ben", "cat"]
+    for student in ("dan", "eve"):  # new submissions; the run is stopped while dan's grading runs
+        submit(course, student, "00_measure", released("00_measure"))
+    fail["dan"] = "interrupt"
+    assert run() == (130, [], {"ann": "2", "ben": "2", "cat": "2"})
+    assert "run the same command again" in capsys.readouterr().err
+    fail.clear()
+    assert run() == (0, ["dan", "eve"], {s: "2" for s in ("ann", "ben", "cat", "dan", "eve")})

@@ -84,6 +84,18 @@ def graded(tmp_path_factory):
     return code, rows, course
 
 
+@pytest.mark.slow
+def test_a_second_run_keeps_every_grade_and_grades_nothing_again(graded, monkeypatch):
+    code, rows, course = graded
+    monkeypatch.setenv("AUTOGRADER_SEED", SEED)
+    monkeypatch.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")
+    monkeypatch.setattr(cohort, "grade_one", lambda *a, **k: pytest.fail(f"graded again: {a[1]}"))
+    again = cohort.run(course, LAB, cell_timeout_s=45, timeout_s=600, memory_limit_gib=MEMORY_LIMIT_GIB,
+                       sandboxed=sandboxed())
+    with open(course / "grades.csv") as f:
+        assert again == code and {r["student_id"]: r for r in csv.DictReader(f)} == rows
+
+
 def failed(row):
     return set(row["failed_checks"].split())
 
