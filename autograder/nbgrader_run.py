@@ -289,7 +289,7 @@ def _sandbox_args(work: Path, course: Path, session, endpoint, group) -> tuple[l
     of its own, so it needs no network; a Ray lab's kernel shares the loopback of its Ray's
     sandbox and no other (:mod:`autograder.grader.kernel_launcher`).
     """
-    from .grader import kernel_launcher, sandbox
+    from .grader import kernel_launcher, sandbox, syscalls
 
     sockets = work / "kernel"
     sockets.mkdir()
@@ -304,7 +304,7 @@ def _sandbox_args(work: Path, course: Path, session, endpoint, group) -> tuple[l
             # a kernel of its own has no network: a cluster the learner named (RAY_ADDRESS and
             # its token) is out of its reach, so it starts a local Ray inside the sandbox
             "unset": [] if session.ray_network else list(CLUSTER_VARIABLES),
-            "cgroup": list(group.procs) if group else []}
+            "cgroup": list(group.procs) if group else [], "seccomp": syscalls.filter_file()}
     if session.ray_network:
         # The kernel drives the lab's Ray as that Ray's own user: Ray's session files are written
         # by both, and learner actors already run as that user inside that Ray's sandbox.

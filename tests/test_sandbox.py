@@ -44,7 +44,25 @@ PROBE = textwrap.dedent('''
         except OSError as exc:
             out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
     out["pids_seen"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-    attempt("signal_grader", lambda: os.kill(args["canary_pid"], signal.SIGSTOP))
+    attempt("signal_grader", lambda: os.kill(args["canary_pid"], signal.SIGTERM))
+    # the syscall filter, tried on a child of its own (a stand-in for a grader's Ray worker that
+    # shares its uid in a Ray lab): stop, renice, trace are refused; kill and nice() are not
+    import ctypes
+    child = os.fork()
+    if child == 0:
+        signal.pause()
+        os._exit(0)
+    attempt("stop_child", lambda: os.kill(child, signal.SIGSTOP))
+    attempt("renice_child", lambda: os.setpriority(os.PRIO_PROCESS, child, 10))
+    attempt("pin_child", lambda: os.sched_setaffinity(child, {0}))
+    libc = ctypes.CDLL(None, use_errno=True)
+    def trace():
+        if libc.ptrace(16, child, None, None) != 0:  # PTRACE_ATTACH
+            raise OSError(ctypes.get_errno(), "ptrace")
+    attempt("trace_child", trace)
+    attempt("nice_self", lambda: os.nice(1))
+    attempt("kill_child", lambda: os.kill(child, signal.SIGKILL))
+    os.waitpid(child, 0)
     attempt("read_grader_environ", lambda: open(f"/proc/{args['canary_pid']}/environ", "rb").read())
     attempt("write_kit", lambda: open(args["kit_file"], "a").write("# planted"))
     attempt("read_secret", lambda: open(args["secret"]).read())
@@ -121,6 +139,11 @@ def test_sandbox_takes_the_grader_s_powers_away(tmp_path):
     assert canary.pid not in got["pids_seen"] and len(got["pids_seen"]) < 10, got["pids_seen"]
     assert "State:\tS" in status  # the canary was not stopped
     assert got["signal_grader"] == "ESRCH" and got["read_grader_environ"] == "ENOENT"
+    from autograder.grader import syscalls
+    if not syscalls.unavailable() or os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
+        assert {k: got[k] for k in ("stop_child", "renice_child", "pin_child", "trace_child")} == dict.fromkeys(
+            ("stop_child", "renice_child", "pin_child", "trace_child"), "EPERM"), (got, syscalls.unavailable())
+        assert got["nice_self"] == got["kill_child"] == "done", got
     assert got["write_kit"] in ("EROFS", "EACCES") and kit_file.read_bytes() == before
     assert got["read_secret"] in ("ENOENT", "EACCES") and got["write_secret_dir"] in ("ENOENT", "EACCES", "EROFS")
     assert not (secret_dir / "planted.py").exists()

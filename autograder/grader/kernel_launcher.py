@@ -51,6 +51,7 @@ def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
                           readable=(*spec["readable"], connection_file), hidden=tuple(spec.get("hidden", ())),
                           join=join, etc=spec["etc"], env=dict(spec.get("env", {})),
                           unset=tuple(spec.get("unset", ())), cgroup=tuple(spec.get("cgroup", ())),
+                          seccomp=spec.get("seccomp"),
                           binds=tuple(map(tuple, spec.get("binds", ()))),
                           # a Ray lab's kernel shares its user (and its cgroup) with that Ray
                           limits=sandbox.Limits(processes=sandbox.KERNEL_PROCESSES) if join is None else sandbox.Limits())

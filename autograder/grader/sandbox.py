@@ -34,6 +34,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import syscalls
+
 KIT_ROOT = Path(__file__).resolve().parents[2]
 LEARNER_UID = 61000      # the uid learner code runs as (no entry in the host's /etc/passwd)
 GRADER_RAY_UID = 61001   # the uid of a lab's Ray and the reference process, when they run sandboxed
@@ -41,6 +43,7 @@ SANDBOX_GID = 61000      # shared by both, so a kernel can reach its lab's Ray s
 HOME = "/home/learner"
 TOOLS = ("bwrap", "setpriv", "prlimit")
 
+SECCOMP_FD = 9  # where the sandbox's launch shell opens the filter for bubblewrap
 # a kernel with a Ray of its own counts its own Ray's threads (lab 03's: 16 GPUs' worth of actors)
 KERNEL_PROCESSES = 3072
 
@@ -81,6 +84,7 @@ class Sandbox:
     limits: Limits = Limits()
     etc: str = ""  # a folder holding the passwd and group files shown inside (see :func:`etc_files`)
     cgroup: tuple[str, ...] = ()  # the cgroup.procs files of its control group (:mod:`.cgroup`), if any
+    seccomp: str | None = field(default_factory=lambda: syscalls.filter_file())  # the compiled filter (:mod:`.syscalls`)
 
     def argv(self, command: list[str], *, cwd: str | None = None, info_fd: int | None = None) -> list[str]:
         """The full command line that runs ``command`` inside this sandbox."""
@@ -88,15 +92,20 @@ class Sandbox:
         # that Ray's processes with the pids its actors report (lab 02 kills them by pid), its
         # /tmp (files a kernel hands its actors by path) and its loopback -- nothing of the machine.
         prefix = ["nsenter", f"--target={self.join}", "--mount", "--pid", "--net", "--"] if self.join else []
-        if self.cgroup:  # joined first, so that everything started after it is counted there
-            joins = " && ".join(f"echo $$ > {shlex.quote(f)}" for f in self.cgroup)
-            prefix = ["/bin/sh", "-c", f'{joins} && exec "$@"', "cgroup", *prefix]
+        # first, as root in the grader's namespaces: join the control group (so that everything
+        # started after it is counted there) and open the seccomp filter for bubblewrap to load
+        steps = [f"echo $$ > {shlex.quote(f)}" for f in self.cgroup]
+        opened = f" {SECCOMP_FD}<{shlex.quote(self.seccomp)}" if self.seccomp else ""
+        if steps or opened:
+            prefix = ["/bin/sh", "-c", " && ".join([*steps, f'exec "$@"{opened}']), "sandbox", *prefix]
         args = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
         if self.join is None:
             args += ["--unshare-pid", "--unshare-net"]
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
+        if self.seccomp:
+            args += ["--seccomp", str(SECCOMP_FD)]
         args += _system_binds()
         if self.etc:
             args += ["--ro-bind", f"{self.etc}/passwd", "/etc/passwd", "--ro-bind", f"{self.etc}/group", "/etc/group"]
