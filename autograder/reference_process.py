@@ -146,24 +146,14 @@ class ReferenceProcess:
         self._log.close()
 
 
-def _not_dumpable() -> None:
-    """No process of this process's user may trace it or read its memory (``PR_SET_DUMPABLE``
-    0): in a Ray lab, learner actors run as the same user in the same sandbox."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
-    except (OSError, AttributeError):
-        pass
-
-
 def main(lab: str) -> None:
     """Serve the grader's requests on the reference implementations until it says bye."""
     from . import agent, channel
+    from .grader import ray_job
 
     from .checks import for_lab
 
-    _not_dumpable()
+    ray_job.install()  # this process and its Ray job's workers: not traceable, memory not readable
     conn = channel.connect()
     for name in (channel.ENDPOINT_ENV, channel.KEY_ENV):  # not inherited by the Ray this process starts,
         os.environ.pop(name, None)                       # whose workers run learner code in Ray labs
