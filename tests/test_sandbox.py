@@ -54,7 +54,8 @@ PROBE = textwrap.dedent('''
         os._exit(0)
     attempt("stop_child", lambda: os.kill(child, signal.SIGSTOP))
     attempt("renice_child", lambda: os.setpriority(os.PRIO_PROCESS, child, 10))
-    attempt("pin_child", lambda: os.sched_setaffinity(child, {0}))
+    attempt("idle_child", lambda: os.sched_setscheduler(child, os.SCHED_IDLE, os.sched_param(0)))
+    attempt("pin_self_thread", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
     libc = ctypes.CDLL(None, use_errno=True)
     def trace():
         if libc.ptrace(16, child, None, None) != 0:  # PTRACE_ATTACH
@@ -141,9 +142,9 @@ def test_sandbox_takes_the_grader_s_powers_away(tmp_path):
     assert got["signal_grader"] == "ESRCH" and got["read_grader_environ"] == "ENOENT"
     from autograder.grader import syscalls
     if not syscalls.unavailable() or os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
-        assert {k: got[k] for k in ("stop_child", "renice_child", "pin_child", "trace_child")} == dict.fromkeys(
-            ("stop_child", "renice_child", "pin_child", "trace_child"), "EPERM"), (got, syscalls.unavailable())
-        assert got["nice_self"] == got["kill_child"] == "done", got
+        assert {k: got[k] for k in ("stop_child", "renice_child", "idle_child", "trace_child")} == dict.fromkeys(
+            ("stop_child", "renice_child", "idle_child", "trace_child"), "EPERM"), (got, syscalls.unavailable())
+        assert got["nice_self"] == got["kill_child"] == got["pin_self_thread"] == "done", got
     assert got["write_kit"] in ("EROFS", "EACCES") and kit_file.read_bytes() == before
     assert got["read_secret"] in ("ENOENT", "EACCES") and got["write_secret_dir"] in ("ENOENT", "EACCES", "EROFS")
     assert not (secret_dir / "planted.py").exists()
