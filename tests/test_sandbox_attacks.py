@@ -382,12 +382,12 @@ def test_lab01_kernel_sees_no_process_of_the_grader(lab01):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "FINDING: a Ray lab's kernel runs as the grader's Ray user (uid 61001) -- the user of the reference process, "
-    "the raylet and the GCS -- and sees them (host PID namespace); a learner Ray task runs as that user in that "
-    "very PID namespace. Either may signal (SIGSTOP/SIGKILL), renice, ptrace and read the environment "
-    "(AUTOGRADER_ENDPOINT/KEY, RAY_*) of the grader's reference process and of Ray itself while they are being "
-    "timed. Fix: the kernel and learner workers under a uid of their own (a raylet of the learner's own in its "
-    "own sandbox, joined to the grader's head), the reference process in a PID namespace the kernel cannot see"))
+    "FINDING: a Ray lab's kernel and its Ray tasks run as the grader's Ray user (uid 61001) -- the user of the "
+    "reference process, the raylet and the GCS -- in their PID namespace. The seccomp filter refuses renice and "
+    "ptrace (and the stop signals), and the reference process and its job's workers are not dumpable, but "
+    "learner code may still signal (kill) them and read the environment of the raylet and the GCS (RAY_*). "
+    "Fix: the kernel and learner workers under a uid of their own (a raylet of the learner's own in its own "
+    "sandbox, joined to the grader's head), the reference process in a PID namespace the kernel cannot see"))
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
