@@ -175,6 +175,7 @@ ATTACKS["l01-shutdown-before-every-check"] = dict(
                                          "test-driver-tier2", "model", "test-model-short-kernel")},
     honest=WORKER | DRIVER | MODEL,
     why="not an attack: ray.shutdown() before every graded cell must cost nothing (issue 15)",
+    extended=True,  # CI: l02-shutdown-before-every-check covers rejoining a Ray lab's Ray
 )
 
 # 8. Not an attack: an actor method that never returns, called by the lesson's own cells ------

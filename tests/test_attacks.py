@@ -19,7 +19,7 @@ import attacks_lab03
 import attacks_lab04
 import attacks_lab05
 from autograder import checks, cohort
-from notebooks import make_course, sandboxed, submit, variant
+from notebooks import extended, make_course, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # one cohort of ~14 submissions on 2 cores
 
@@ -57,7 +57,10 @@ def _grade(lab: str, tmp: Path, mp: pytest.MonkeyPatch) -> tuple:
     corpus = CORPORA[lab]
     course = make_course(tmp / "course", [lab])
     for name, spec in corpus.ATTACKS.items():
-        kwargs = {k: v for k, v in spec.items() if k not in ("honest", "may_lose", "why", "open_issue", "static_flag")}
+        if spec.get("extended") and not extended():
+            continue
+        kwargs = {k: v for k, v in spec.items()
+                  if k not in ("honest", "may_lose", "why", "open_issue", "static_flag", "extended")}
         submit(course, name, lab, variant(lab, tmp / f"{name}.ipynb", **kwargs))
     mp.setenv("AUTOGRADER_SEED", str(corpus.SEED))  # an instructor's fixed seed (README), as attacks assume
     mp.setenv("AUTOGRADER_CALL_TIMEOUT_S", "20")
@@ -93,6 +96,8 @@ def _cases():
     for lab, corpus in sorted(CORPORA.items()):
         for name, spec in corpus.ATTACKS.items():
             marks = [pytest.mark.xfail(strict=True, reason=spec["open_issue"])] if "open_issue" in spec else []
+            if spec.get("extended"):
+                marks.append(pytest.mark.skipif(not extended(), reason="the extended set: COURSE_KIT_EXTENDED=1"))
             yield pytest.param(lab, name, marks=marks, id=name)
 
 

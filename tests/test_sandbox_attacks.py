@@ -4,7 +4,7 @@ pipeline (``cohort.run``: the attacker first, an honest student after it), each 
 
 Default set (CI): one lab 00 cohort whose attacker tries every capability the probe knows from
 its kernel (processes, files, configuration, links, network, a daemon, /tmp, a fork bomb).
-The rest is ``slow`` and runs only with ``COURSE_KIT_ATTACKS_ALL=1``: a lab 01 cohort (the
+The rest is ``slow`` and runs only in the extended set (``COURSE_KIT_EXTENDED=1``): a lab 01 cohort (the
 kernel shares its Ray's network and the machine's PID namespace; a Ray task attacks too),
 ``check`` on the attacker, a memory bomb through the sandbox's tmpfs, ``/dev/shm`` and the
 notebook folder filled.
@@ -34,11 +34,11 @@ import attacks_os
 from attacks_os import MARK
 from autograder import cohort
 from autograder.grader import sandbox
-from notebooks import make_course, released, submit, variant
+from notebooks import extended, make_course, released, submit, variant
 
 pytestmark = [pytest.mark.timeout(2400), pytest.mark.grading]
 
-ALL = os.environ.get("COURSE_KIT_ATTACKS_ALL") == "1"
+ALL = extended()
 SANDBOX_UIDS = (sandbox.LEARNER_UID, sandbox.GRADER_RAY_UID)
 
 LAB00 = "00_measure"
@@ -349,7 +349,7 @@ GRADER_RAY = [f"{verb}-{word}" for word in ("reference_process", "raylet", "gcs_
 
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_lab01_root_processes_files_and_network_are_out_of_reach(lab01, who):
     report = _report(lab01, who)
     assert not _blocked(report, [*ROOT_TARGETS, "read-canary-file", "write-", "read-course", "read-other",
@@ -362,7 +362,7 @@ def test_lab01_root_processes_files_and_network_are_out_of_reach(lab01, who):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_lab01_attacker_keeps_its_own_points_and_the_honest_student_scores_full(lab01):
     rows = lab01["rows"]
     assert set(lab01["reports"]) >= {"attacker", "ray-task"}, sorted(lab01["reports"])  # the xfails below read them
@@ -374,7 +374,7 @@ def test_lab01_attacker_keeps_its_own_points_and_the_honest_student_scores_full(
 # Found by this corpus: a Ray lab's kernel kept the machine's PID namespace; it now enters its
 # Ray sandbox's (nsenter --pid), where no process of the grader exists.
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_lab01_kernel_sees_no_process_of_the_grader(lab01):
     report = _report(lab01, "attacker")
     assert not _blocked(report, ["see-", "find-canary", "read-grader-proc-cmdline", "read-canary-proc-cmdline",
@@ -390,7 +390,7 @@ def test_lab01_kernel_sees_no_process_of_the_grader(lab01):
     "sandbox, joined to the grader's head), the reference process in a PID namespace the kernel cannot see"))
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_lab01_grader_ray_and_reference_process_are_out_of_reach(lab01, who):
     report = _report(lab01, who)
     assert not _blocked(report, ["find-reference_process", *GRADER_RAY]), json.dumps(report, indent=1)
@@ -406,7 +406,7 @@ READS_REFERENCE = pytest.mark.xfail(strict=True, reason=(
 
 @pytest.mark.parametrize("who", ["attacker", pytest.param("ray-task", marks=READS_REFERENCE)])
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_lab01_reference_implementations_are_hidden(lab01, who):
     report = _report(lab01, who)
     assert not _blocked(report, ["list-kit", "read-kit"]), json.dumps(report, indent=1)
@@ -415,7 +415,7 @@ def test_lab01_reference_implementations_are_hidden(lab01, who):
 # -- slow: check, memory, /dev/shm and the notebook folder ------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_check_runs_the_attacker_in_the_sandbox(tmp_path, monkeypatch):
     """``check`` (selfcheck.grade_notebook) on the attacker: the same probe, nothing gets out."""
     from autograder import selfcheck
@@ -479,7 +479,7 @@ def _fill_cell(folders: dict, hold_s: float = 0) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_memory_bomb_in_the_sandbox_costs_only_its_own_grade(tmp_path):
     bomb = "import time\n_hoard = []\nfor _ in range(200):\n    _hoard.append(bytearray(64 * 2**20))\n    time.sleep(0.01)"
     graded = _grade_cohort(tmp_path, LAB00, lambda T: [bomb], memory_limit_gib=3)
@@ -492,7 +492,7 @@ def test_memory_bomb_in_the_sandbox_costs_only_its_own_grade(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_memory_held_in_dev_shm_counts_against_the_memory_limit(tmp_path):
     cell = _fill_cell({"shm": ["/dev/shm", int(3.5 * 2**30)]}, hold_s=15)
     graded = _grade_cohort(tmp_path, LAB00, lambda T: [cell], memory_limit_gib=3)
@@ -502,7 +502,7 @@ def test_memory_held_in_dev_shm_counts_against_the_memory_limit(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ALL, reason="set COURSE_KIT_ATTACKS_ALL=1 to run it")
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_dev_shm_and_the_notebook_folder_stop_at_a_cap(tmp_path):
     cell = _fill_cell({"shm": ["/dev/shm", 5 * 2**30], "folder": [".", 3 * 2**30]})
     graded = _grade_cohort(tmp_path, LAB00, lambda T: [cell], memory_limit_gib=8)
