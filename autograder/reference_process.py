@@ -16,12 +16,14 @@ Run as ``python -m autograder.reference_process LAB`` by :class:`ReferenceProces
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import secrets
 import subprocess
 import sys
 import tempfile
 import threading
+import types
 from pathlib import Path
 
 from .channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
@@ -30,6 +32,7 @@ from .processes import SAFE_PATH
 from .seed import without
 
 START_TIMEOUT_S = 120.0
+SOURCES_FD_ENV = "AUTOGRADER_REFERENCE_FD"  # a sandboxed process reads its reference code from this fd
 
 
 class InstructorOnly(Exception):
@@ -72,18 +75,18 @@ class ReferenceProcess:
         env.update(self.ray_env)
         command = [sys.executable, *SAFE_PATH, "-m", __name__, lab]
         self.network_from = None  # bubblewrap's report on the sandbox: the kernel joins its network
-        info = -1
+        fds = []
         if sandbox_dir is not None:
             self.network_from = sandbox_dir / "ray-sandbox.json"
-            info = os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            command = self._sandboxed(command, sandbox_dir, info, share, cgroup)
+            fds = [os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), sources_fd(lab)]
+            env[SOURCES_FD_ENV] = str(fds[1])
+            command = self._sandboxed(command, sandbox_dir, fds[0], share, cgroup)
         try:
             self.proc = subprocess.Popen(command, env={**env, **self._endpoint.env}, stdin=subprocess.DEVNULL,
-                                         stdout=self._log, stderr=subprocess.STDOUT,
-                                         pass_fds=(info,) if info >= 0 else ())
+                                         stdout=self._log, stderr=subprocess.STDOUT, pass_fds=tuple(fds))
         finally:
-            if info >= 0:
-                os.close(info)
+            for fd in fds:
+                os.close(fd)
         if not self._ready.wait(START_TIMEOUT_S):
             self.close()
             raise RuntimeError(f"the reference process did not start: {self.log()[-500:]}")
@@ -99,8 +102,12 @@ class ReferenceProcess:
         """``command`` inside a sandbox of the grader's Ray user (:mod:`autograder.grader.sandbox`).
 
         Learner actors run in this Ray's workers, so this Ray -- and this process, which starts
-        it -- get no more powers than they do: no grader process, file or network in sight.
-        Its session files live in ``folder/ray``, at ``/tmp/ray``. The kernel's sandbox enters
+        it -- get no more powers than they do: no grader process, file or network in sight. Its
+        GCS server and raylet run from copies the sandbox user cannot read, so that they are not
+        dumpable: same-uid learner code cannot read or write their memory (Ray's records).
+        Its session files live in ``folder/ray``, at ``/tmp/ray``. The reference implementations
+        are not in it (learner tasks run here): this process reads them from a file descriptor
+        (:func:`sources_fd`) and its Ray job's workers get them pickled by value. The kernel's sandbox enters
         this one's namespaces (bubblewrap writes the pid to ``info_fd``), so what it needs from
         the grader -- ``folder`` (its sockets and kernelspec), ``share`` (the notebook's folder,
         its endpoint) -- is bound here too, at the same paths.
@@ -111,11 +118,12 @@ class ReferenceProcess:
         shared.mkdir(exist_ok=True)
         os.chown(shared, sandbox.GRADER_RAY_UID, sandbox.SANDBOX_GID)
         os.chmod(shared, 0o2770)
-        kit, _ = sandbox.kit_paths(reference=True)
+        kit, hidden = sandbox.kit_paths(reference=False)
         box = sandbox.Sandbox(uid=sandbox.GRADER_RAY_UID, readable=(*sandbox.python_paths(), *kit, self._endpoint.address),
+                              hidden=hidden,
                               writable=(str(folder), *share),
                               binds=((str(shared), "/tmp/ray"),), etc=sandbox.etc_files(folder / "etc"),
-                              cgroup=cgroup)
+                              exec_only=sandbox.ray_daemons(), cgroup=cgroup)
         return box.argv(command, cwd="/tmp", info_fd=info_fd)
 
     def _hold(self, conn) -> None:
@@ -146,6 +154,42 @@ class ReferenceProcess:
         self._log.close()
 
 
+def sources_fd(lab: str) -> int:
+    """A memory file holding the reference package's code for ``lab`` (JSON: module name → source),
+    for a sandboxed reference process whose sandbox does not show ``autograder/reference``."""
+    package = Path(__file__).resolve().parent / "reference"
+    modules = {"autograder.reference": package / "__init__.py",
+               f"autograder.reference.lab{lab[:2]}": package / f"lab{lab[:2]}.py"}
+    fd = os.memfd_create("autograder-reference", 0)
+    os.write(fd, json.dumps({name: path.read_text() for name, path in modules.items() if path.exists()}).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def load_sources() -> None:
+    """Install the reference modules handed over by :func:`sources_fd`, if any, as importable
+    modules, and have Ray pickle them by value (the workers' sandbox does not show them)."""
+    fd = os.environ.pop(SOURCES_FD_ENV, None)
+    if fd is None:
+        return
+    with os.fdopen(int(fd), "rb") as f:
+        sources = json.loads(f.read().decode())
+    for name in sorted(sources):  # the package before its modules
+        module = types.ModuleType(name)
+        module.__file__ = f"<{name}, handed over by the grader>"
+        if name == "autograder.reference":
+            module.__path__ = []
+        else:
+            module.__package__ = "autograder.reference"
+        sys.modules[name] = module
+        exec(compile(sources[name], module.__file__, "exec"), vars(module))
+        if name != "autograder.reference":
+            setattr(sys.modules["autograder.reference"], name.rsplit(".", 1)[1], module)
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules["autograder.reference"])
+
+
 def main(lab: str) -> None:
     """Serve the grader's requests on the reference implementations until it says bye."""
     from . import agent, channel
@@ -157,6 +201,7 @@ def main(lab: str) -> None:
     conn = channel.connect()
     for name in (channel.ENDPOINT_ENV, channel.KEY_ENV):  # not inherited by the Ray this process starts,
         os.environ.pop(name, None)                       # whose workers run learner code in Ray labs
+    load_sources()  # a sandboxed reference process: its reference code, handed over
     for_lab(lab)  # the lab's own kit steps, if it has any
     names = namespace(lab)
     callback = agent.callback_for(conn)

@@ -134,6 +134,8 @@ def attack(T, who, only=None, skip=(), save=True):
                                                 time.sleep(0.2), libc.ptrace(17, pid, None, None), f"attached to {pid}")[-1])
         attempt(f"read-{word}-proc-environ", lambda pid=pid: [e for e in pathlib.Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
                                                             if e.startswith((b"AUTOGRADER", b"RAY"))][:4] or "readable")
+        attempt(f"pin-{word}", lambda pid=pid: os.sched_setaffinity(pid, os.sched_getaffinity(pid)) or f"may pin pid {pid} to a CPU")
+        attempt(f"open-{word}-proc-mem", lambda pid=pid: open(f"/proc/{pid}/mem", "r+b").close() or f"may write pid {pid}'s memory")
     def other_gradings():  # a sandboxed process of another grading on this machine, signalled with 0 (no effect)
         others = [pid for pid, uid, cmd in scan() if uid in (T.get("grader_ray_uid"), me) and netns(pid) not in (mine, None)]
         if not others:

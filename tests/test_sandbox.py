@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,7 +47,7 @@ PROBE = textwrap.dedent('''
     out["pids_seen"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
     attempt("signal_grader", lambda: os.kill(args["canary_pid"], signal.SIGTERM))
     # the syscall filter, tried on a child of its own (a stand-in for a grader's Ray worker that
-    # shares its uid in a Ray lab): stop, renice, trace are refused; kill and nice() are not
+    # shares its uid in a Ray lab): stop, renice, pin, trace are refused; kill and nice() are not
     import ctypes
     child = os.fork()
     if child == 0:
@@ -56,6 +57,7 @@ PROBE = textwrap.dedent('''
     attempt("renice_child", lambda: os.setpriority(os.PRIO_PROCESS, child, 10))
     attempt("idle_child", lambda: os.sched_setscheduler(child, os.SCHED_IDLE, os.sched_param(0)))
     attempt("pin_self_thread", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
+    attempt("pin_child", lambda: os.sched_setaffinity(child, {min(os.sched_getaffinity(0))}))
     libc = ctypes.CDLL(None, use_errno=True)
     def trace():
         if libc.ptrace(16, child, None, None) != 0:  # PTRACE_ATTACH
@@ -142,8 +144,8 @@ def test_sandbox_takes_the_grader_s_powers_away(tmp_path):
     assert got["signal_grader"] == "ESRCH" and got["read_grader_environ"] == "ENOENT"
     from autograder.grader import syscalls
     if not syscalls.unavailable() or os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
-        assert {k: got[k] for k in ("stop_child", "renice_child", "idle_child", "trace_child")} == dict.fromkeys(
-            ("stop_child", "renice_child", "idle_child", "trace_child"), "EPERM"), (got, syscalls.unavailable())
+        refused = ("stop_child", "renice_child", "idle_child", "pin_child", "trace_child")
+        assert {k: got[k] for k in refused} == dict.fromkeys(refused, "EPERM"), (got, syscalls.unavailable())
         assert got["nice_self"] == got["kill_child"] == got["pin_self_thread"] == "done", got
     assert got["write_kit"] in ("EROFS", "EACCES") and kit_file.read_bytes() == before
     assert got["read_secret"] in ("ENOENT", "EACCES") and got["write_secret_dir"] in ("ENOENT", "EACCES", "EROFS")
@@ -159,6 +161,47 @@ def test_sandbox_takes_the_grader_s_powers_away(tmp_path):
     time.sleep(0.5)
     left = subprocess.run(["ps", "-o", "pid=", "-u", str(sandbox.LEARNER_UID)], capture_output=True, text=True).stdout
     assert not left.split(), f"processes of the sandbox user outlived it: {left}"
+
+
+def test_a_program_shown_exec_only_runs_but_is_not_dumpable(tmp_path):
+    """A lab's Ray sandbox shows the GCS server and the raylet this way (learner actors share
+    their uid): another process of the uid can neither read the program nor its process's
+    environment or memory -- nor, through the syscall filter, pin it to a CPU -- while the same
+    program shown plainly can be read. Killing it stays possible (that costs only a grade)."""
+    _require()
+    sleep = os.path.realpath(shutil.which("sleep"))
+    probe = textwrap.dedent(f'''
+        import errno, json, os, subprocess
+        out = {{}}
+        def attempt(name, fn):
+            try:
+                fn()
+                out[name] = "done"
+            except OSError as exc:
+                out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+        hidden = subprocess.Popen([{sleep!r}, "60"])
+        plain = subprocess.Popen(["python3", "-c", "import time; time.sleep(60)"])
+        import time; time.sleep(0.5)
+        attempt("read_program", lambda: open({sleep!r}, "rb").read(16))
+        for who, p in (("hidden", hidden), ("plain", plain)):
+            attempt(who + "_environ", lambda: open(f"/proc/{{p.pid}}/environ", "rb").read())
+            attempt(who + "_mem", lambda: open(f"/proc/{{p.pid}}/mem", "r+b").close())
+            attempt(who + "_pin", lambda: os.sched_setaffinity(p.pid, os.sched_getaffinity(p.pid)))
+            attempt(who + "_kill", lambda: (p.kill(), p.wait()))
+        print(json.dumps(out))
+    ''')
+    box = sandbox.Sandbox(readable=sandbox.python_paths(), etc=sandbox.etc_files(tmp_path / "etc"),
+                          exec_only=(sleep,))
+    out = subprocess.run(box.argv([sys.executable, "-I", "-c", probe]), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["read_program"] == got["hidden_environ"] == got["hidden_mem"] == "EACCES", got
+    assert got["plain_environ"] == got["plain_mem"] == "done", got
+    assert got["hidden_kill"] == got["plain_kill"] == "done", got
+    from autograder.grader import syscalls
+    if not syscalls.unavailable() or os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
+        assert got["hidden_pin"] == got["plain_pin"] == "EPERM", got
+    assert [Path(p).name for p in sandbox.ray_daemons()] == ["gcs_server", "raylet"]
 
 
 def test_a_kernel_sees_no_reference_solutions():

@@ -344,7 +344,7 @@ ROOT_TARGETS = ["stop-", "signal-grader", "signal-canary", "renice-grader", "ren
                 "ptrace-canary", "read-grader-proc-environ", "read-grader-proc-mem", "read-canary-proc-environ",
                 "read-canary-proc-mem", "kill-"]
 GRADER_RAY = [f"{verb}-{word}" for word in ("reference_process", "raylet", "gcs_server")
-              for verb in ("signal", "renice", "ptrace", "read")]
+              for verb in ("renice", "pin", "ptrace", "read", "open")]
 
 
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
@@ -381,30 +381,40 @@ def test_lab01_kernel_sees_no_process_of_the_grader(lab01):
                                  "read-grader-proc-cwd", "read-canary-proc-maps"]), json.dumps(report, indent=1)
 
 
+# Found by this corpus: the raylet and the GCS (same uid as learner actors) had their environment
+# readable and their memory writable; they now run from programs the sandbox user cannot read,
+# which makes them not dumpable. Pinning a grader process to a CPU was allowed; the syscall
+# filter refuses it for any pid but the caller's own.
+@pytest.mark.parametrize("who", ["attacker", "ray-task"])
+@pytest.mark.slow
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
+def test_lab01_grader_ray_and_reference_process_cannot_be_slowed_traced_read_or_written(lab01, who):
+    report = _report(lab01, who)
+    assert all(report.get(f"find-{w}", "").startswith("GOT") for w in ("raylet", "gcs_server")), report
+    assert not _blocked(report, GRADER_RAY), json.dumps(report, indent=1)
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "FINDING: a Ray lab's kernel and its Ray tasks run as the grader's Ray user (uid 61001) -- the user of the "
-    "reference process, the raylet and the GCS -- in their PID namespace. The seccomp filter refuses renice and "
-    "ptrace (and the stop signals), and the reference process and its job's workers are not dumpable, but "
-    "learner code may still signal (kill) them and read the environment of the raylet and the GCS (RAY_*). "
-    "Fix: the kernel and learner workers under a uid of their own (a raylet of the learner's own in its own "
-    "sandbox, joined to the grader's head), the reference process in a PID namespace the kernel cannot see"))
+    "reference process, the raylet and the GCS -- in their PID namespace, so they can see and kill them (the "
+    "check then fails to measure: 0 points for this submission, no gain). Fix: the reference in a Ray of its "
+    "own under another uid, in a PID namespace the kernel cannot see"))
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_lab01_grader_ray_and_reference_process_are_out_of_reach(lab01, who):
     report = _report(lab01, who)
-    assert not _blocked(report, ["find-reference_process", *GRADER_RAY]), json.dumps(report, indent=1)
+    assert not _blocked(report, ["find-reference_process", "signal-reference_process", "signal-raylet",
+                                 "signal-gcs_server"]), json.dumps(report, indent=1)
 
 
-READS_REFERENCE = pytest.mark.xfail(strict=True, reason=(
-    "FINDING: the lab's Ray sandbox shows the kit with autograder/reference (kit_paths(reference=True): the "
-    "reference process needs it) and learner tasks run in that Ray's workers: a task lists and reads "
-    "autograder/reference/lab01.py, the reference answers the kernel's own sandbox hides. Fix: learner work on "
-    "a raylet in a sandbox without them; or the reference process loads them before it starts Ray and the Ray "
-    "workers' sandbox does not show them"))
+# Found by this corpus: the lab's Ray sandbox showed autograder/reference (the reference process
+# needed it), and a learner task listed and read the reference answers. The reference process now
+# reads them from a file descriptor the grader hands it, and its Ray job's workers get them
+# pickled by value; the Ray sandbox hides the folder as the kernel's does.
 
 
-@pytest.mark.parametrize("who", ["attacker", pytest.param("ray-task", marks=READS_REFERENCE)])
+@pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_lab01_reference_implementations_are_hidden(lab01, who):

@@ -23,6 +23,7 @@ the grader runs as root in a machine or container of its own; Flatpak builds on 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -79,6 +80,7 @@ class Sandbox:
     join: str | None = None
     binds: tuple[tuple[str, str], ...] = ()  # (host folder, path inside), read-write, over the private /tmp
     private: tuple[str, ...] = ()  # more empty, size-capped folders of its own (a kernel's working folder)
+    exec_only: tuple[str, ...] = ()  # programs shown executable but not readable (:func:`exec_only_copy`)
     env: dict[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()  # variables of the grader's environment the sandbox must not see
     limits: Limits = Limits()
@@ -124,6 +126,8 @@ class Sandbox:
             args += [how, path, path]
         for path in self.hidden:
             args += ["--perms", "0755", "--tmpfs", path]
+        for path in self.exec_only:
+            args += ["--ro-bind", exec_only_copy(path), path]
         for source, inside in self.binds:  # e.g. a lab's Ray session files at /tmp/ray
             args += [*_parents(inside), "--bind", source, inside]
         for path in self.private:
@@ -193,6 +197,35 @@ def kit_paths(*, reference: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     readable = tuple(str(KIT_ROOT / name) for name in ("course", "autograder"))
     hidden = () if reference else (str(KIT_ROOT / "autograder" / "reference"),)
     return readable, hidden
+
+
+def ray_daemons() -> tuple[str, ...]:
+    """The installed Ray's own programs: the GCS server and the raylet (empty without Ray)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ray")
+    if spec is None or not spec.origin:
+        return ()
+    core = Path(spec.origin).parent / "core" / "src" / "ray"
+    return tuple(str(p) for p in (core / "gcs" / "gcs_server", core / "raylet" / "raylet") if p.is_file())
+
+
+@functools.lru_cache(maxsize=None)
+def exec_only_copy(path: str) -> str:
+    """A root-owned copy of the program ``path`` that a sandbox user may run but not read.
+
+    Linux makes a process that runs a program it cannot read *not dumpable* (``execve(2)``,
+    ``PR_SET_DUMPABLE``): its ``/proc/<pid>/environ``, ``mem`` and ``fd`` are then root's, so a
+    process of the same uid cannot read them or write its memory. A lab's Ray sandbox shows
+    the GCS server and the raylet this way: learner actors run as their uid (see
+    :class:`Sandbox` and the sandbox page) and must not be able to rewrite Ray's records.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="autograder-exec-only-"))
+    atexit.register(shutil.rmtree, folder, True)
+    copy = folder / Path(path).name
+    shutil.copyfile(path, copy)
+    os.chmod(copy, 0o711)
+    return str(copy)
 
 
 def etc_files(folder: Path) -> str:

@@ -9,11 +9,15 @@ exactly those calls (``EPERM``), whoever the target:
 * the stop signals (``SIGSTOP``, ``SIGTSTP``, ``SIGTTIN``, ``SIGTTOU``) by any signalling call;
 * ``ptrace``, ``process_vm_readv``/``writev``, ``pidfd_getfd``, ``kcmp`` and
   ``perf_event_open`` (reading or steering another process);
-* priority, I/O priority and resource limits of *another* process, and the starving
-  scheduling policies for it (``setpriority``, ``ioprio_set``, ``prlimit64``, ``sched_setattr``
-  with a pid other than 0, ``sched_setscheduler`` to ``SCHED_BATCH`` or ``SCHED_IDLE``);
-  ``nice()`` and ``setrlimit`` of the caller itself stay allowed. CPU affinity is not
-  filtered: threads set their own by tid, which a filter cannot tell from another pid.
+* priority, I/O priority, CPU affinity and resource limits of *another* process, and the
+  starving scheduling policies for it (``setpriority``, ``ioprio_set``, ``sched_setaffinity``,
+  ``prlimit64``, ``sched_setattr`` with a pid other than 0, ``sched_setscheduler`` to
+  ``SCHED_BATCH`` or ``SCHED_IDLE``); ``nice()``, ``setrlimit`` and ``sched_setaffinity(0, ...)``
+  of the caller itself stay allowed. A thread that sets its own affinity by its thread id is
+  refused too (a filter cannot tell a tid from another process's pid): nothing the kit runs does
+  (traced: ipykernel, ZeroMQ, Ray's raylet, GCS and workers make no such call), and pinning a
+  reference actor to a busy core while the learner's own run on the free ones is exactly what
+  this refuses.
 
 Killing a process stays allowed: lab 02's learners kill their own actors by pid. A grader
 process killed by learner code ends that submission's grading with an error, which costs only
@@ -39,7 +43,7 @@ SIGNALLING = {"kill": 1, "tkill": 1, "tgkill": 2, "rt_sigqueueinfo": 1, "rt_tgsi
               "pidfd_send_signal": 1}
 REFUSED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "perf_event_open")
 # calls that change another process when their pid argument (index given) is not 0 (the caller)
-OTHERS_ONLY = {"setpriority": 1, "ioprio_set": 1, "sched_setattr": 0, "prlimit64": 0}
+OTHERS_ONLY = {"setpriority": 1, "ioprio_set": 1, "sched_setattr": 0, "prlimit64": 0, "sched_setaffinity": 0}
 # scheduling policies that starve a process on a busy machine (sched_setscheduler's argument 1,
 # SCHED_RESET_ON_FORK masked off). A thread's own policy is set by its tid, which seccomp cannot
 # tell from another process's pid (ZeroMQ's threads re-apply theirs: its kernel died when all of
