@@ -482,7 +482,8 @@ def k8s_node_failure_s(grace_s: float = NODE_MONITOR_GRACE_S,
     """Seconds from a node going silent to its pods' eviction with Kubernetes' defaults: the
     node-monitor grace period (until NotReady/Unknown), then the 300 s default toleration. A
     replacement pod still has to be scheduled and started after that; a StatefulSet's pod is not
-    replaced at all until the Node object is deleted or the pod force-deleted."""
+    replaced at all until the Node object is deleted, its kubelet answers again, or the pod is
+    force-deleted (kubernetes.io "Force Delete StatefulSet Pods")."""
     return grace_s + toleration_s
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from .verdicts import _lab, _mib, _ms, _num
+from .verdicts import C1_LINEAR, _lab, _mib, _ms, _num
 
 CLAIMED_RESTART_S = 0.030   # C3's "~30 ms" (the claim, quoted in lab 02)
 CLAIMED_OVERHEAD = 0.15     # C5's "~15 %"
@@ -32,8 +32,12 @@ def lab00(numbers: Mapping) -> list[str]:
     if isinstance(rates, dict) and rates:
         by = {int(k): float(v) for k, v in rates.items() if isinstance(v, (int, float))}
         lo, hi = min(by), max(by, key=by.get)
-        out.append(f"Batch size mattered: {by[hi]:,.0f} images/s at {hi} images per call vs "
-                   f"{by[lo]:,.0f} at {lo} — {by[hi] / by[lo]:.1f}× from batching alone.")
+        if hi == lo:
+            out.append(f"Batching did not raise the rate here: {by[lo]:,.0f} images/s at {lo} image per "
+                       "call was the best you measured.")
+        else:
+            out.append(f"Batching raised the rate {by[hi] / by[lo]:.1f}×: {by[hi]:,.0f} images/s at {hi} "
+                       f"images per call vs {by[lo]:,.0f} at {lo}.")
     else:
         out.append("Batch sweep " + _run("section 5"))
     best = _num(d, "best_images_per_s")
@@ -70,8 +74,16 @@ def lab01(numbers: Mapping) -> list[str]:
     n, es, el = _num(d, "fleet_size"), _num(d, "efficiency_short"), _num(d, "efficiency_long")
     ts, tl = _num(d, "short_kernel_s"), _num(d, "long_kernel_s")
     if None not in (n, es, el, ts, tl):
-        out.append(f"On {n:.0f} emulated GPUs, efficiency was {es:.2f} with {_ms(ts)} kernels and {el:.2f} "
-                   f"with {_ms(tl)} kernels: the work per call, not the GPU count, decided where scaling stopped.")
+        s = (f"On {n:.0f} emulated GPUs, efficiency was {es:.2f} with {_ms(ts)} kernels and {el:.2f} "
+             f"with {_ms(tl)} kernels: ")
+        if min(es, el) >= C1_LINEAR:
+            s += f"both stayed near-linear (≥ {C1_LINEAR}), so this fleet did not reach the knee."
+        elif el > es:
+            s += "the longer kernels scaled further, as the model's knee at t_kernel / t_overhead predicts."
+        else:
+            s += ("the longer kernels did not scale further, against the model's knee at t_kernel / "
+                  "t_overhead: something besides per-call overhead limited this run.")
+        out.append(s)
     else:
         out.append("Fleet efficiency " + _run("section 4"))
     return out
@@ -161,8 +173,8 @@ def lab04(numbers: Mapping) -> list[str]:
         out.append(s + ": data does move, and Ray moves it.")
     link = _num(d, "link_bytes_per_s")
     if link:
-        out.append(f"One shard crossed an emulated link at {link / 1e6:,.0f} MB/s: localhost, a ceiling "
-                   "no data-centre network gives you.")
+        out.append(f"One shard crossed an emulated link at {link / 1e6:,.0f} MB/s: localhost on this "
+                   "machine, not a data-centre network; a sizing plan needs the rate of its own links.")
     if lb is not None and la is not None:
         out.append("Tasks that take the data as arguments " + ("kept more of it in place than naive actors"
                                                                if lb > la else "did not beat naive actors here")

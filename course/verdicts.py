@@ -157,7 +157,8 @@ def c3(numbers: Mapping) -> Row:
             "then after 10 s, 20 s, 40 s … capped at 5 min; pods are replaced, not rescheduled; after a node "
             "fails, its pods are evicted 300 s after it is marked not ready, which itself takes the "
             "node-monitor grace period (50 s from 1.32, 40 s before); a StatefulSet pod on an unreachable node "
-            "is not replaced until the Node object is deleted or the pod force-deleted")
+            "is not replaced until the Node object is deleted, its kubelet answers again, or the pod is "
+            "force-deleted")
     source = ("Ray docs *fault_tolerance/actors*; kubernetes.io *Pod Lifecycle*, *Taints and Tolerations* "
               "(DefaultTolerationSeconds), *kube-controller-manager*, *Force Delete StatefulSet Pods*")
     k8s = "Kubernetes half: documented — refuted as stated (restart in place with back-off; no ~200 ms reschedule)"

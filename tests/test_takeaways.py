@@ -38,3 +38,22 @@ def test_bullets_follow_the_numbers_not_fixed_text():
     q = takeaways.bullets("03_quotas", with_("03_quotas", overhead_resolution=0.05))
     assert any("steps of 5 %" in s for s in q)
     assert "7,000 images/s at 256" in takeaways.bullets("00_measure", FULL)[1]
+
+
+def test_conclusions_are_drawn_from_the_numbers_not_assumed():
+    # lab 00: batching is said to help only when it did
+    flat = takeaways.bullets("00_measure", with_("00_measure", kernel_images_per_s={"1": 900.0, "16": 800.0}))[1]
+    assert flat.startswith("Batching did not raise the rate here: 900 images/s at 1 image")
+    assert takeaways.bullets("00_measure", FULL)[1].startswith("Batching raised the rate 7.8×")
+    # lab 01: the kernel length is said to set the knee only when the longer kernels scaled further
+    eff = [b for b in takeaways.bullets("01_actor_scaling", FULL) if b.startswith("On 8 emulated GPUs")][0]
+    assert "0.20 with 2 ms kernels and 0.90 with 50 ms kernels: the longer kernels scaled further" in eff
+    worse = [b for b in takeaways.bullets("01_actor_scaling", with_("01_actor_scaling", efficiency_long=0.1))
+             if b.startswith("On 8")][0]
+    assert "did not scale further" in worse
+    both = [b for b in takeaways.bullets("01_actor_scaling", with_("01_actor_scaling", efficiency_short=0.85))
+            if b.startswith("On 8")][0]
+    assert "both stayed near-linear" in both
+    # lab 04: a localhost rate is not compared with data-centre networks
+    link = takeaways.bullets("04_data_affinity", with_("04_data_affinity", link_bytes_per_s=2e9))
+    assert any("2,000 MB/s: localhost on this machine, not a data-centre network" in b for b in link)
