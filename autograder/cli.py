@@ -1,4 +1,4 @@
-"""Command line: ``python -m autograder check | grade | release | colab | calibrate``.
+"""Command line: ``python -m autograder check | grade | report | release | colab | calibrate``.
 
 Exit codes: 0 graded (whatever the score); 1 grading itself failed for a notebook or for
 at least one submission (the report and CSV say which and why); 2 usage or set-up error.
@@ -46,6 +46,10 @@ def parser() -> argparse.ArgumentParser:
                    help="grade without the OS sandbox where none can be made (grades.csv says sandbox=none)")
     limits(g)
 
+    h = sub.add_parser("report", help="write the cohort report (HTML) from what grade recorded")
+    h.add_argument("course_dir", type=Path)
+    h.add_argument("--out", type=Path, help="where to write it (default COURSE_DIR/cohort-report.html)")
+
     r = sub.add_parser("release", help="write the student bundle: learner notebooks, course/, no answers")
     r.add_argument("dest", type=Path, help="a new or empty folder")
 
@@ -81,6 +85,13 @@ def main(argv: list[str] | None = None) -> int:
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, sandboxed=not args.unsandboxed,
                               regrade=args.regrade, **lim)
+        if args.command == "report":
+            from .grader import cohort_report
+
+            if not (args.course_dir / "nbgrader_config.py").exists():
+                raise SetupError(f"{args.course_dir} is not an nbgrader course (no nbgrader_config.py)")
+            print(f"wrote {cohort_report.write(args.course_dir, out=args.out)}")
+            return 0
         if args.command == "colab":
             from . import colab
 

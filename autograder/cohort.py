@@ -151,7 +151,7 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     the seed: :mod:`autograder.grader.resume`) keeps its grade unless ``regrade``; so a run
     stopped half-way (Ctrl-C, a crash) continues where it stopped.
     """
-    from .grader import resume, sandbox
+    from .grader import cohort_report, feedback, resume, sandbox
 
     course = Path(course).resolve()
     pairs = submissions(course, assignment)
@@ -185,6 +185,9 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
               "run the same command again to grade the rest", file=sys.stderr)
         return 130
     write_csv(outcomes, csv_path)
+    pages = [p for p in (feedback.write(course, o) for o in outcomes) if p]
+    report = cohort_report.write(course, outcomes)
     print(f"wrote {csv_path} ({len(outcomes)} submissions"
           + (f"; {kept} unchanged since graded kept their grade, --regrade grades them again" if kept else "") + ")")
+    print(f"wrote {len(pages)} feedback page(s) (feedback/<student>/<assignment>/{feedback.NAME}) and {report}")
     return 1 if any(o.error for o in outcomes) else 0

@@ -282,3 +282,46 @@ def test_a_rerun_grades_only_what_changed_and_an_interrupted_run_continues(tmp_p
     assert "run the same command again" in capsys.readouterr().err
     fail.clear()
     assert run() == (0, ["dan", "eve"], {s: "2" for s in ("ann", "ben", "cat", "dan", "eve")})
+
+
+def test_feedback_pages_and_the_cohort_report_say_what_the_grader_found(tmp_path, monkeypatch, capsys):
+    """After ``grade``: one feedback page per graded submission with every check's verdict and
+    the grader's message (not what the kernel printed), and one cohort report with its figures
+    (scores, pass rates, times) and tables (failures by cause, flags and findings, late
+    penalties); ``report`` rewrites it from the records alone."""
+    from autograder import cli
+    from autograder.grader import cohort_report, feedback
+
+    course = make_course(tmp_path / "course", ["00_measure"])
+    for student in ("ann", "ben", "cat"):
+        submit(course, student, "00_measure", released("00_measure"))
+    verdicts = {"ann": [Result("ray-task", 2, 2), Result("batch-model", 2, 2)],
+                "ben": [Result("ray-task", 0, 2, "ray_sum(xs) returned 41 for the grader's list; expected 42"),
+                        Result("batch-model", 1, 2, "<b>tier 1 only</b>")],
+                "cat": [Result("ray-task", 0, 2, "grading failed"), Result("batch-model", 0, 2, "grading failed")]}
+
+    def fake(course_, student, assignment, gradebook, **limits):
+        o = Outcome(student, assignment, verdicts[student], seconds={"ann": 30, "ben": 45, "cat": 600}[student])
+        if student == "cat":
+            o.error = "the notebook did not finish in 600 s: killed"
+        if student == "ben":
+            o.flags, o.findings, o.seconds_late, o.late_penalty = ["ray-task"], ["uses os.kill"], 7200, 1
+        return o
+
+    monkeypatch.setattr(cohort, "grade_one", fake)
+    assert cohort.run(course, "00_measure", sandboxed=False) == 1
+    assert "wrote 3 feedback page(s)" in capsys.readouterr().out
+    ben = (course / "feedback" / "ben" / "00_measure" / feedback.NAME).read_text()
+    assert "expected 42" in ben and "&lt;b&gt;tier 1 only&lt;/b&gt;" in ben and "<b>tier 1 only</b>" not in ben
+    assert "<b>0/4</b> points" in ben and "2.0 h late: 1 point(s) deducted" in ben
+    assert feedback.descriptions("00_measure")["ray-task"]  # from the check's docstring
+    assert "measured and passed" in (course / "feedback" / "ann" / "00_measure" / feedback.NAME).read_text()
+    report = (course / cohort_report.NAME).read_text()
+    assert report.count('src="data:image/png;base64,') == 3  # scores, pass rates, times
+    for text in ("3 submission(s)", "ray-task", "batch-model", "33 %", "the notebook did not finish in 600 s",
+                 "<td>ben</td><td>ray-task</td><td>1</td>", "<td>2.0</td><td>1</td>"):
+        assert text in report, text
+    (course / cohort_report.NAME).unlink()
+    assert cli.main(["report", str(course)]) == 0  # from the records alone
+    again = (course / cohort_report.NAME).read_text()
+    assert again == report
