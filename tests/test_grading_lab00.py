@@ -165,6 +165,27 @@ def test_killed_kernel_is_recorded_and_grading_goes_on(graded):
     assert others == ["graded"] * 3
 
 
+@pytest.mark.slow
+def test_every_student_gets_feedback_and_the_instructor_a_cohort_report(graded):
+    """The cohort run's feedback pages carry every check and the grader's own message for each
+    failure (dave's hangs: the call deadline); the report has its figures and each check."""
+    from autograder.grader import cohort_report, feedback
+    from autograder.checks import for_lab
+
+    _, rows, course = graded
+    checks = for_lab(LAB)
+    graded_ok = [s for s, r in rows.items() if r["status"] == "graded"]
+    for student in graded_ok:
+        page = (course / "feedback" / student / LAB / feedback.NAME).read_text()
+        assert all(f"<b>{name}</b>" in page for name in checks), student
+        assert f"<b>{rows[student]['score']}/{rows[student]['max_score']}</b> points" in page, student
+    dave = (course / "feedback" / "dave-hangs" / LAB / feedback.NAME).read_text()
+    assert dave.count("class=FAIL") == len(THROUGHPUT_CHECKS | BATCH_CHECKS) and "did not finish within" in dave
+    report = (course / cohort_report.NAME).read_text()
+    assert report.count('src="data:image/png;base64,') == 3 and f"{len(rows)} submission(s)" in report
+    assert all(name in report for name in checks) and "kernel died" in report
+
+
 def test_cli_usage_errors(tmp_path, capsys):
     assert cli.main(["grade", str(tmp_path)]) == 2
     assert "not an nbgrader course" in capsys.readouterr().err
