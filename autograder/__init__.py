@@ -19,9 +19,9 @@ _lab: str | None = None
 def begin(lab: str) -> None:
     """Start grading-safe mode for ``lab``: clocks captured, kernel exits refused."""
     global _lab
-    from .checks import for_lab
+    from . import labs
 
-    for_lab(lab)  # fail early on a wrong lab id
+    labs.load_steps(lab)  # fails early on a wrong lab id; registers the lab's kit steps
     _lab = lab
     harness.guard_kernel()
     _guard_learner_functions(lab)
@@ -30,7 +30,7 @@ def begin(lab: str) -> None:
 def _guard_learner_functions(lab: str) -> None:
     """Under grading, give the functions the grader calls a deadline after every cell."""
     from .channel import ENDPOINT_ENV
-    from .checks import learner_names
+    from .labs import learner_names
 
     names = learner_names(lab)
     if not names or not os.environ.get(ENDPOINT_ENV):

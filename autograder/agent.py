@@ -375,7 +375,7 @@ def _local_session():
     tiers of one measurement share it, and a fresh one once a graded function was redefined."""
     global _local
     from . import _lab, session
-    from .checks import learner_names
+    from .labs import learner_names
 
     namespace = _main_namespace()
     measured = (_lab, tuple(id(namespace.get(n)) for n in learner_names(_lab))) if _lab else None

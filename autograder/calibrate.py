@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 
 from course import backend
 
-from .checks import TIERED, for_lab, module_for, needs_ray, ray_start, tiered
+from .checks import TIERED, for_lab, module_for, tiered
+from .labs import needs_ray, ray_start
 from .selfcheck import labs
 
 

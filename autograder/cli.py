@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .checks import UnknownLab
+from .labs import UnknownLab
 from .nbgrader_run import (DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S,
                            SetupError)
 

@@ -321,7 +321,7 @@ def _control_group(lab: str, memory_limit_gib: float | None):
     """The submission's control group (:mod:`autograder.grader.cgroup`): its sandboxes' memory,
     tmpfs included, under ``memory_limit_gib``, and their processes and threads under the
     sandbox's cap; ``None`` where this machine lets the grader make none."""
-    from .checks import needs_ray
+    from .labs import needs_ray
     from .grader import cgroup, sandbox
 
     processes = sandbox.Limits().processes if needs_ray(lab) else sandbox.KERNEL_PROCESSES

@@ -92,7 +92,7 @@ class ReferenceProcess:
             raise RuntimeError(f"the reference process did not start: {self.log()[-500:]}")
         self.remote = Learner(self._conn)
         if ray:
-            from .checks import ray_start
+            from .labs import ray_start
 
             self.ray_env["RAY_ADDRESS"] = self.remote.call("kit.address", ray_start(lab), what="starting the lab's Ray",
                                                            returns="string", timeout_s=START_TIMEOUT_S)
@@ -192,17 +192,15 @@ def load_sources() -> None:
 
 def main(lab: str) -> None:
     """Serve the grader's requests on the reference implementations until it says bye."""
-    from . import agent, channel
+    from . import agent, channel, labs
     from .grader import ray_job
-
-    from .checks import for_lab
 
     ray_job.install()  # this process and its Ray job's workers: not traceable, memory not readable
     conn = channel.connect()
     for name in (channel.ENDPOINT_ENV, channel.KEY_ENV):  # not inherited by the Ray this process starts,
         os.environ.pop(name, None)                       # whose workers run learner code in Ray labs
     load_sources()  # a sandboxed reference process: its reference code, handed over
-    for_lab(lab)  # the lab's own kit steps, if it has any
+    labs.load_steps(lab)  # the lab's own kit steps, if it has any
     names = namespace(lab)
     callback = agent.callback_for(conn)
     try:

@@ -238,7 +238,7 @@ class Session:
         (:meth:`autograder.reference_process.ReferenceProcess._sandboxed`), in the submission's
         control group ``cgroup`` (its ``cgroup.procs`` files), where there is one.
         """
-        from .checks import needs_ray
+        from .labs import needs_ray
         from .reference_process import ReferenceProcess
 
         self._grading = True

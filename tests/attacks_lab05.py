@@ -56,7 +56,7 @@ ATTACKS["l05-tamper-in-kernel"] = dict(
     after={"setup": ['''
 import time as _time
 from autograder import routines
-from autograder.checks import lab05 as _lab05
+from autograder.labs.lab05 import steps as _lab05
 
 _truth = pipeline.expected
 _tick = [0.0]

@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 from autograder import calibrate, cli
-from autograder.checks import learner_names, tiered
+from autograder.checks import tiered
+from autograder.labs import learner_names
 from autograder.reference_process import namespace
 from autograder.selfcheck import labs
 from notebooks import extended

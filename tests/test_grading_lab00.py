@@ -5,6 +5,7 @@ not earn, with a reason, and nobody else's grade is touched."""
 from __future__ import annotations
 
 import csv
+import re
 import sqlite3
 
 import pytest
@@ -180,7 +181,7 @@ def test_every_student_gets_feedback_and_the_instructor_a_cohort_report(graded):
         assert all(f"<b>{name}</b>" in page for name in checks), student
         assert f"<b>{rows[student]['score']}/{rows[student]['max_score']}</b> points" in page, student
     dave = (course / "feedback" / "dave-hangs" / LAB / feedback.NAME).read_text()
-    assert dave.count("class=FAIL") == len(THROUGHPUT_CHECKS | BATCH_CHECKS) and "did not finish within" in dave
+    assert dave.count("class=FAIL") == len(THROUGHPUT_CHECKS | BATCH_CHECKS) and re.search(r"past \d+ s", dave)
     report = (course / cohort_report.NAME).read_text()
     assert report.count('src="data:image/png;base64,') == 3 and f"{len(rows)} submission(s)" in report
     assert all(name in report for name in checks) and "kernel died" in report

@@ -15,6 +15,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from ..labs import load_steps
+
 
 @dataclass(frozen=True)
 class Check:
@@ -93,40 +95,9 @@ def module_for(lab: str) -> str:
     return f"{__name__}.lab{lab[:2]}"
 
 
-class UnknownLab(LookupError):
-    """No lab of that name has checks: the user's mistake (the CLI's exit code 2), unlike a
-    ``KeyError`` inside the grader, which is the kit's bug and must not read as one."""
-
-
 def for_lab(lab: str) -> dict[str, Check]:
-    """All checks of a lab, importing its module on first use."""
-    try:
-        importlib.import_module(module_for(lab))
-    except ModuleNotFoundError as exc:
-        if exc.name != module_for(lab):  # the lab exists; something it imports is missing
-            raise
-        raise UnknownLab(f"no checks for lab {lab!r}") from None
+    """All checks of a lab (:class:`~autograder.labs.UnknownLab` for an id no lab has),
+    importing its module, and registering the lab's kit steps, on first use."""
+    load_steps(lab)
+    importlib.import_module(module_for(lab))
     return REGISTRY.get(lab, {})
-
-
-def needs_ray(lab: str) -> bool:
-    """Whether a lab's checks use Ray (its module sets ``RAY = True``): then the grader starts
-    the lab's Ray in its reference process and the learner's kernel joins it."""
-    for_lab(lab)
-    return bool(getattr(importlib.import_module(module_for(lab)), "RAY", False))
-
-
-def ray_start(lab: str) -> str:
-    """The kit step that starts a lab's Ray in the reference process (its module's ``RAY_START``;
-    by default the fleet's resources on one node)."""
-    for_lab(lab)
-    return str(getattr(importlib.import_module(module_for(lab)), "RAY_START", "connect"))
-
-
-def learner_names(lab: str) -> tuple[str, ...]:
-    """The learner functions and classes a lab's checks call (its module's ``LEARNER_NAMES``).
-
-    In grading, each gets a deadline after every cell (:func:`autograder.agent.guard`).
-    """
-    for_lab(lab)
-    return tuple(getattr(importlib.import_module(module_for(lab)), "LEARNER_NAMES", ()))

@@ -26,13 +26,11 @@ from dataclasses import dataclass
 
 from course import fleet, kernels
 
+from ..labs.lab01 import LAB
 from ..session import Learner, Session, named, stashed
 from ..targets import LAB01 as T
 from . import register, tiers
 
-LAB = "01_actor_scaling"
-RAY = True
-LEARNER_NAMES = ("ImageWorker", "run_pool", "predict_throughput", "fit_overhead")  # what the checks call
 ANTI_PATTERN = ("this is the 'ray.get in a loop' anti-pattern (Ray docs: \"Calling ray.get in a loop "
                 "harms parallelism\"): submit work to every actor first, then collect results as they "
                 "finish with ray.wait")

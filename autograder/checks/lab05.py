@@ -28,67 +28,15 @@ import numpy as np
 
 from course import convnet, pipeline
 
+from ..labs.lab05 import LAB
 from ..reference_process import namespace
-from ..routines import _finished, step
 from ..session import Session, named
 from ..targets import LAB05 as T
 from . import register, tiers
 
-LAB = "05_capstone"
-RAY = True
-# what the checks call, and the helpers the lab's plan is built from: each gets a deadline of its
-# own, so a hang in any of them costs one deadline (the lesson's cells call ``plan`` only)
-LEARNER_NAMES = ("plan", "build_pipeline", "per_gpu", "cpu_rate", "node_capacity", "scale")
 LIMITS = ("gpu", "overhead", "cpu", "network")
 SIZES = (8, 16, 32, 64, 128, 256)
 PLAN_KEYS = ("gpus", "actors_per_gpu", "batch_size", "cpu_workers", "limit")
-
-
-# ---------------------------------------------------------------- kit steps
-
-@step
-def pipeline_values(build, seed: int, n: int, batch_size: int, actors: int):
-    """Build a side's pipeline on ``n`` images of ``seed`` and run it; its values in image order."""
-    from course import fleet
-
-    fleet.start()
-    return pipeline.values(build(int(seed), int(n), int(batch_size), int(actors)))
-
-
-@step
-def map_workers(driver_pid: int) -> list[str]:
-    """Reference process: the ids of Ray Data's pool actors (``MapWorker(...)``) of the job whose
-    driver is process ``driver_pid``, from Ray's own job and actor tables."""
-    from ray._private import state
-
-    jobs = {j["JobID"] for j in state.jobs() if j.get("DriverPid") == int(driver_pid)}
-    return sorted(aid for aid, a in (state.actors() or {}).items()
-                  if a.get("JobID") in jobs and str(a.get("ActorClassName", "")).startswith("MapWorker("))
-
-
-@step
-def pool_batches(actor_ids: list, wait_s: float = 5.0) -> int:
-    """Reference process: how many ``MapWorker(...).submit`` tasks (Ray Data handing a pool
-    actor a bundle of blocks) Ray's task records show finished *in* these actors' processes.
-    Workers report task events about once a second; this waits up to ``wait_s`` for one."""
-    import time
-
-    from ray._private import state
-
-    from course import cluster
-
-    wanted = {bytes.fromhex(str(a)): cluster.gcs_actor(str(a)).get("Pid") for a in actor_ids}
-    deadline = time.monotonic() + float(wait_s)
-    while True:
-        done = set()
-        for ev in state.state._get_all_task_events():
-            info, up = ev.task_info, ev.state_updates
-            if (info.actor_id in wanted and info.name.startswith("MapWorker(") and info.name.endswith(".submit")
-                    and up.worker_pid == wanted[info.actor_id] and _finished(up)):
-                done.add(ev.task_id)
-        if done or not wanted or time.monotonic() > deadline:
-            return len(done)
-        time.sleep(0.5)
 
 
 # ---------------------------------------------------------------- the plan

@@ -25,7 +25,8 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto
 
 def descriptions(lab: str) -> dict[str, str]:
     """What each check of ``lab`` measures: the first paragraph of its docstring ("" when none)."""
-    from ..checks import UnknownLab, for_lab
+    from ..checks import for_lab
+    from ..labs import UnknownLab
 
     try:
         checks = for_lab(lab)

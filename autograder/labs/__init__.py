@@ -1,0 +1,72 @@
+"""What every side of a grading knows about each lab: its spec, and its kit steps.
+
+One package per lab, ``autograder/labs/labNN/``. Its ``__init__`` is the lab's *spec*: plain
+facts that the grader, the reference process and the learner's kernel all read --
+
+* ``LAB``, the lab's id (``"02_restart_recovery"``);
+* ``RAY``, whether the grader starts the lab's Ray in its reference process (the kernel joins it);
+* ``RAY_START``, the kit step that starts it (default ``connect``: the fleet's resources);
+* ``LEARNER_NAMES``, the learner functions and classes the checks call (each gets a deadline).
+
+Its ``steps`` module, where the lab has one, holds the lab's own kit steps
+(:mod:`autograder.routines`), run in the kernel and in the reference process alike. Nothing
+here imports the grader's side (:mod:`autograder.checks`, :mod:`autograder.session`, the
+reference implementations): the learner's kernel imports this package while it is graded, and
+``tests/test_layers.py`` holds the direction.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+class UnknownLab(LookupError):
+    """A lab id this kit has no lab for."""
+
+
+def module_name(lab: str, part: str = "") -> str:
+    """The module of ``lab``'s package (``autograder.labs.lab02``), or of a ``part`` of it."""
+    return f"{__name__}.lab{str(lab)[:2]}" + (f".{part}" if part else "")
+
+
+def spec(lab: str) -> ModuleType:
+    """The spec of ``lab``; :class:`UnknownLab` for an id no lab of the kit has."""
+    name = module_name(lab)
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:  # the lab exists; something it imports is missing
+            raise
+        raise UnknownLab(f"no lab {lab!r} in this kit") from None
+    if module.LAB != lab:
+        raise UnknownLab(f"no lab {lab!r} in this kit (there is {module.LAB!r})")
+    return module
+
+
+def load_steps(lab: str) -> None:
+    """Register ``lab``'s own kit steps, if it has any (the kernel and the reference process)."""
+    spec(lab)
+    try:
+        importlib.import_module(module_name(lab, "steps"))
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name(lab, "steps"):
+            raise
+
+
+def needs_ray(lab: str) -> bool:
+    """Whether the grader starts ``lab``'s Ray (its spec's ``RAY``)."""
+    return bool(getattr(spec(lab), "RAY", False))
+
+
+def ray_start(lab: str) -> str:
+    """The kit step that starts ``lab``'s Ray in the reference process (its spec's ``RAY_START``)."""
+    return str(getattr(spec(lab), "RAY_START", "connect"))
+
+
+def learner_names(lab: str) -> tuple[str, ...]:
+    """The learner functions and classes ``lab``'s checks call (its spec's ``LEARNER_NAMES``).
+
+    In grading, each gets a deadline after every cell (:func:`autograder.agent.guard`).
+    """
+    return tuple(getattr(spec(lab), "LEARNER_NAMES", ()))

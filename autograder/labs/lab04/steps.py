@@ -1,0 +1,128 @@
+"""04_data_affinity's kit steps (:mod:`autograder.routines`): the grader's emulated cluster,
+shard store and host batch on the reference process's side; the learner's jobs, shard lookup
+and resident worker driven alike on both. Imported by both; they decide nothing (the checks do)."""
+
+from __future__ import annotations
+
+from course import locality
+
+from ...routines import export, step
+
+# ---------------------------------------------------------------- kit steps
+
+@step
+def emulated_cluster() -> None:
+    """Reference process: the lab's emulated multi-node cluster (the kernel joins it)."""
+    locality.start()
+
+
+@step
+def node_ids() -> list[str]:
+    """The cluster's node ids, head first."""
+    return locality.start()
+
+
+_kept: list = []  # the grader's actors in the reference process: the exported handles do not keep them alive
+
+
+@step
+def shard_store(key_hex: str) -> str:
+    """Reference process: the grader's shard store, as a handle to forward."""
+    store = locality.shard_store(bytes.fromhex(key_hex))
+    _kept.append(store)
+    return export(store)
+
+
+@step
+def produce(store, key_hex: str, name: str, placement: list, seeds: list, images: int) -> None:
+    """Reference process: shards ``name`` in the store."""
+    import ray
+
+    ray.get(store.make.remote(key_hex, name, placement, seeds, images))
+
+
+@step
+def observe(store, name: str) -> dict:
+    """Reference process: who holds each shard of ``name``, and the bytes each object store has written."""
+    import ray
+
+    return {"holders": ray.get(store.locations.remote(name)), "written": locality.store_bytes()}
+
+
+@step
+def copy_shard(store, key_hex: str, name: str, index: int, node: str) -> None:
+    import ray
+
+    ray.get(store.copy_to.remote(key_hex, name, index, node))
+
+
+@step
+def drop(store, key_hex: str, name: str) -> None:
+    import ray
+
+    ray.get(store.drop.remote(key_hex, name))
+
+
+@step
+def make_job(cls, nodes: list):
+    """A job of class ``cls`` on ``nodes`` (kept on its side by the request)."""
+    locality.start()
+    return cls(list(nodes))
+
+
+@step
+def run_job(job, store, name: str) -> list:
+    """``job.run(shards)`` on the store's shards ``name``; each result as digest and per-image means."""
+    import numpy as np
+    import ray
+
+    locality.start()
+    shards = ray.get(store.shards.remote(name))
+    results = job.run(shards)
+    out = []
+    for r in list(results) if results is not None else []:
+        if isinstance(r, locality.Processed):
+            out.append({"digest": str(r.digest), "means": np.asarray(r.means, dtype=float).ravel().tolist()})
+        else:
+            out.append({"type": type(r).__name__})
+    return out
+
+
+@step
+def ask_shard_nodes(fn, store, name: str) -> list:
+    """The learner's ``shard_nodes(refs)`` on the store's shards, as sorted lists of node ids."""
+    import ray
+
+    refs = [sh.ref for sh in ray.get(store.shards.remote(name))]
+    got = fn(refs)
+    try:
+        return [sorted(str(n) for n in g) for g in got]
+    except TypeError:
+        raise AssertionError(f"shard_nodes returned {type(got).__name__}; expected one collection of "
+                             "node ids per ref") from None
+
+
+@step
+def batch_source(images: int, seed: int) -> str:
+    """Reference process: a grader-served host batch, as a handle to forward."""
+    locality.start()
+    source = locality.BatchSource.remote(images, seed)
+    _kept.append(source)
+    return export(source)
+
+
+@step
+def resident(cls, source, images: int, calls: int) -> list:
+    """A ``cls`` worker built on the grader's host batch, and its ``run()`` results ``calls`` times."""
+    from course import backend
+
+    worker = cls(locality.HostBatch(source, images))
+    return [backend.to_host(worker.run()) for _ in range(int(calls))]
+
+
+@step
+def reads(source) -> int:
+    """Reference process: how often the host batch's bytes were read."""
+    import ray
+
+    return ray.get(source.reads.remote())

@@ -1,0 +1,11 @@
+"""05_capstone: sizing a GPU batch-inference pipeline, and building it with Ray Data.
+
+The lab's spec, read by the grader, the reference process and the learner's kernel alike
+(:mod:`autograder.labs`).
+"""
+
+LAB = "05_capstone"
+RAY = True  # the grader starts the lab's Ray in its reference process; the kernel joins it
+# what the checks call, and the helpers the lab's plan is built from: each gets a deadline of its
+# own, so a hang in any of them costs one deadline (the lesson's cells call ``plan`` only)
+LEARNER_NAMES = ("plan", "build_pipeline", "per_gpu", "cpu_rate", "node_capacity", "scale")
