@@ -13,16 +13,15 @@ import os
 from . import harness
 
 __version__ = "0.1.0"
-_lab: str | None = None
 
 
 def begin(lab: str) -> None:
     """Start grading-safe mode for ``lab``: clocks captured, kernel exits refused."""
-    global _lab
     from . import labs
+    from .stash import STASH
 
     labs.load_steps(lab)  # fails early on a wrong lab id; registers the lab's kit steps
-    _lab = lab
+    STASH.lab = lab
     harness.guard_kernel()
     _guard_learner_functions(lab)
 
@@ -50,10 +49,35 @@ def _guard_learner_functions(lab: str) -> None:
 
 
 def grade(name: str) -> None:
-    """Run check ``name`` (a hidden test cell's one line); AssertionError with the reason if it fails."""
-    from .agent import grade as _grade
+    """Run check ``name`` (a hidden test cell's one line); AssertionError with the reason if it fails.
 
-    _grade(name)
+    Graded, the grader runs it (:func:`autograder.agent.grade`); outside a grading run (no
+    grader in the environment) the check runs here, in the learner's kernel, as :func:`check`.
+    """
+    from . import agent
+
+    if agent.connection() is not None:
+        agent.grade(name)
+        return
+    result = _local_session().run(name)
+    if not result.passed:
+        raise AssertionError(result.message)
+
+
+def _local_session():
+    """The in-kernel session for hidden cells run outside grading: one per lab, so that the
+    tiers of one measurement share it, and a fresh one once a graded function was redefined."""
+    from . import session
+    from .agent import _main_namespace
+    from .labs import learner_names
+    from .stash import STASH
+
+    namespace = _main_namespace()
+    lab = STASH.lab
+    measured = (lab, tuple(id(namespace.get(n)) for n in learner_names(lab))) if lab else None
+    if STASH.local is None or STASH.local[0] != measured:
+        STASH.local = (measured, session.local())
+    return STASH.local[1]
 
 
 def check(name: str | None = None, *, lab: str | None = None, namespace: dict | None = None,
@@ -70,8 +94,9 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
     from .checks import for_lab
     from .report import print_report
     from .session import local
+    from .stash import STASH
 
-    lab = lab or _lab
+    lab = lab or STASH.lab
     if lab is None:
         raise RuntimeError("run the lab's first cell (it calls autograder.begin) before check()")
     checks = for_lab(lab)

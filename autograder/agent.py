@@ -26,6 +26,7 @@ import types
 from typing import Any, Callable
 
 from . import harness
+from .stash import STASH
 
 def _main_namespace() -> dict:
     import __main__
@@ -61,10 +62,6 @@ def _proxy(spec, callback: Callable[[int, list], Any]):
     return call
 
 
-_stash: dict[str, Any] = {}      # values a request asked to keep, for later requests
-_handles: dict[str, Any] = {}    # actor handles the grader forwarded, by their serialized form
-
-
 def _handle(blob: str):
     """An actor handle from its serialized form (the reference process made it)."""
     import base64
@@ -72,9 +69,9 @@ def _handle(blob: str):
     import ray
 
     key = f"{ray.get_runtime_context().get_job_id()}:{blob}"
-    if key not in _handles:
-        _handles[key] = ray.cloudpickle.loads(base64.b64decode(blob))
-    return _handles[key]
+    if key not in STASH.handles:
+        STASH.handles[key] = ray.cloudpickle.loads(base64.b64decode(blob))
+    return STASH.handles[key]
 
 
 def _arg(spec, callback: Callable[[int, list], Any], namespace: dict):
@@ -95,7 +92,7 @@ def _arg(spec, callback: Callable[[int, list], Any], namespace: dict):
             raise NameError(f"{name} is not defined yet: run its cell first")
         return namespace[name]
     if "stashed" in spec:
-        return _stash[str(spec["stashed"])]
+        return STASH.kept[str(spec["stashed"])]
     if "handles" in spec:
         from course import cluster
 
@@ -334,7 +331,7 @@ def execute(request: dict, callback: Callable[[int, list], Any], namespace: dict
     except Exception as exc:  # setting up the arguments failed (e.g. Ray is down)
         return {"op": "error", "message": f"{what} could not start: {type(exc).__name__}: {exc}"[:500]}
     if request.get("keep"):
-        _stash[str(request["keep"])] = value
+        STASH.kept[str(request["keep"])] = value
         return {"op": "result", "value": None}
     try:  # conversion may run the learner's __float__ or __array__: under a deadline too
         with harness.deadline(timeout_s):
@@ -354,34 +351,13 @@ def _expected(returns: str) -> str:
 
 # -- the kernel's end of a graded check ----------------------------------------------------
 
-_conn = None
-
-
-def _connection():
+def connection():
     """This kernel's connection to its grader (made on first use), or None when not graded."""
-    global _conn
-    if _conn is None or _conn.closed:
+    if STASH.conn is None or STASH.conn.closed:
         from . import channel
 
-        _conn = channel.connect()
-    return _conn
-
-
-_local: tuple | None = None  # (the learner objects it measured, the session)
-
-
-def _local_session():
-    """The in-kernel session for hidden cells run outside grading: one per lab, so that the
-    tiers of one measurement share it, and a fresh one once a graded function was redefined."""
-    global _local
-    from . import _lab, session
-    from .labs import learner_names
-
-    namespace = _main_namespace()
-    measured = (_lab, tuple(id(namespace.get(n)) for n in learner_names(_lab))) if _lab else None
-    if _local is None or _local[0] != measured:
-        _local = (measured, session.local())
-    return _local[1]
+        STASH.conn = channel.connect()
+    return STASH.conn
 
 
 def callback_for(conn) -> Callable[[int, list], Any]:
@@ -403,14 +379,10 @@ def grade(name: str) -> None:
 
     What this cell shows (pass, or an AssertionError with the grader's reason) is only the
     kernel's copy of the verdict: the score the instructor records is the grader's own.
-    Outside a grading run (no grader in the environment) the checks run in this kernel.
+    Only while graded (:func:`connection` is not None): outside a grading run,
+    :func:`autograder.grade` runs the check in this kernel instead.
     """
-    conn = _connection()
-    if conn is None:
-        result = _local_session().run(name)
-        if not result.passed:
-            raise AssertionError(result.message)
-        return
+    conn = connection()
     from .channel import recv, send
 
     callback = callback_for(conn)

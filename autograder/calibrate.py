@@ -8,7 +8,7 @@ degraded copy of the reference against the reference (half its speed, or the wor
 each lab's ``autograder.reference.labNN.degraded()``). It reports min / median / max of both
 ratios and whether the top tier separated them in every run.
 
-A lab's checks module may also define ``calibrate()``, returning lines about numbers behind
+A lab's checks module may also define ``calibrate(session)``, returning lines about numbers behind
 its untiered checks (printed once, after the table).
 """
 
@@ -76,7 +76,8 @@ def _start_ray(lab: str) -> None:
 def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degraded")) -> list[Calibration]:
     """Every tiered measurement of ``lab``, ``runs`` times for each of ``copies``, on fresh seeds."""
     from .reference_process import namespace
-    from .session import Learner, Session
+    from .session import Session
+    from .transport import Learner
 
     reference = importlib.import_module(f"autograder.reference.lab{lab[:2]}")
     made = {"reference": lambda: namespace(lab), "degraded": reference.degraded}
@@ -102,7 +103,13 @@ def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degrad
 def notes(lab: str) -> list[str]:
     """The lab module's own calibration lines (numbers behind its untiered checks), if any."""
     module = importlib.import_module(module_for(lab))
-    return list(module.calibrate()) if hasattr(module, "calibrate") else []
+    if not hasattr(module, "calibrate"):
+        return []
+    from .reference_process import namespace
+    from .session import Session
+    from .transport import Learner
+
+    return list(module.calibrate(Session(lab, learner=Learner(namespace=namespace(lab)))))
 
 
 def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False) -> int:

@@ -22,8 +22,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from . import nbgrader_run, scratch_course
-from .nbgrader_run import Outcome, SetupError
-from .report import Result
+from .nbgrader_run import SetupError
+from .report import Outcome, Result
 
 CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status", "failed_checks",
               "flags", "static_findings", "seconds", "seconds_late", "sandbox"]
@@ -185,7 +185,10 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
               "run the same command again to grade the rest", file=sys.stderr)
         return 130
     write_csv(outcomes, csv_path)
-    pages = [p for p in (feedback.write(course, o) for o in outcomes) if p]
+    from .checks import descriptions
+
+    what = {a: descriptions(a) for a in {o.assignment for o in outcomes}}
+    pages = [p for p in (feedback.write(course, o, what[o.assignment]) for o in outcomes) if p]
     report = cohort_report.write(course, outcomes)
     print(f"wrote {csv_path} ({len(outcomes)} submissions"
           + (f"; {kept} unchanged since graded kept their grade, --regrade grades them again" if kept else "") + ")")

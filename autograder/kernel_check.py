@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .nbgrader_run import Outcome, cell_errors
+from .nbgrader_run import cell_errors
+from .report import Outcome
 from .report import Result
 
 REPORT = "-- autograder report --"

@@ -22,12 +22,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import seed
 from .processes import SAFE_PATH, Leftovers, not_ray, run_watched
-from .report import Result, total
+from .report import Outcome, Result
 
 KIT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CELL_TIMEOUT_S = 240
@@ -51,33 +50,6 @@ def cell_timeout(cell) -> int:
 
 class SetupError(Exception):
     """The course directory or the assignment is not usable (a usage error, exit code 2)."""
-
-
-@dataclass
-class Outcome:
-    """One submission's grading: per-check results, or why grading failed."""
-
-    student: str
-    assignment: str
-    results: list[Result] = field(default_factory=list)
-    error: str = ""
-    flags: list[str] = field(default_factory=list)  # kernel passes the grader did not confirm
-    log: str = ""                                   # nbgrader's full output, for --verbose and the log file
-    killed: list[str] = field(default_factory=list)  # processes it left running (not Ray's), ended by the grader
-    cell_errors: list[str] = field(default_factory=list)  # ungraded cells that raised: often why a check failed
-    findings: list[str] = field(default_factory=list)     # the static check's, for review (not scored)
-    seconds: float = 0.0                                  # wall time the grading took (a hang shows here)
-    seconds_late: float = 0.0                             # past the due date (nbgrader's timestamp.txt)
-    late_penalty: float = 0.0                             # nbgrader's late-submission plugin's, in points
-    sandboxed: bool = False                               # learner code ran in the OS sandbox
-
-    @property
-    def score(self) -> float:
-        return total(self.results)[0]
-
-    @property
-    def max_score(self) -> float:
-        return total(self.results)[1]
 
 
 # Ray's C++ core writes warnings straight to file descriptor 2. By default ipykernel forwards

@@ -64,7 +64,7 @@ class ReferenceProcess:
 
     def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None, share: tuple[str, ...] = (),
                  cgroup: tuple[str, ...] = ()):
-        from .session import Learner
+        from .transport import Learner
 
         self._ready, self._done = threading.Event(), threading.Event()
         self._conn = None

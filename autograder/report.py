@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass
@@ -34,6 +34,33 @@ def total(results: list[Result]) -> tuple[float, float]:
     """Score and maximum over the checks measured here (skipped ones count in neither)."""
     measured = [r for r in results if not r.skipped]
     return sum(r.score for r in measured), sum(r.max_score for r in measured)
+
+
+@dataclass
+class Outcome:
+    """One submission's grading: per-check results, or why grading failed."""
+
+    student: str
+    assignment: str
+    results: list[Result] = field(default_factory=list)
+    error: str = ""
+    flags: list[str] = field(default_factory=list)  # kernel passes the grader did not confirm
+    log: str = ""                                   # nbgrader's full output, for --verbose and the log file
+    killed: list[str] = field(default_factory=list)  # processes it left running (not Ray's), ended by the grader
+    cell_errors: list[str] = field(default_factory=list)  # ungraded cells that raised: often why a check failed
+    findings: list[str] = field(default_factory=list)     # the static check's, for review (not scored)
+    seconds: float = 0.0                                  # wall time the grading took (a hang shows here)
+    seconds_late: float = 0.0                             # past the due date (nbgrader's timestamp.txt)
+    late_penalty: float = 0.0                             # nbgrader's late-submission plugin's, in points
+    sandboxed: bool = False                               # learner code ran in the OS sandbox
+
+    @property
+    def score(self) -> float:
+        return total(self.results)[0]
+
+    @property
+    def max_score(self) -> float:
+        return total(self.results)[1]
 
 
 def print_report(results: list[Result], *, as_json: bool = False, extra: dict | None = None) -> float:

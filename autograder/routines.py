@@ -136,9 +136,9 @@ def forget(key: str) -> None:
     """Let go of what an earlier request kept under ``key`` (a job's actors go with it)."""
     import gc
 
-    from .agent import _stash
+    from .stash import STASH
 
-    _stash.pop(str(key), None)
+    STASH.kept.pop(str(key), None)
     gc.collect()
 
 

@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 from . import nbgrader_run
-from .nbgrader_run import KIT_ROOT, Outcome, SetupError
+from .nbgrader_run import KIT_ROOT, SetupError
+from .report import Outcome
 from .report import print_report
 
 STUDENT = "learner"

@@ -15,7 +15,8 @@ import ray
 
 from autograder.checks import lab01
 from autograder.reference import lab01 as reference
-from autograder.session import Learner, Session
+from autograder.session import Session
+from autograder.transport import Learner
 from course import backend, fleet, kernels
 
 # The bad actor classes below live in this test module, which Ray's workers cannot import.

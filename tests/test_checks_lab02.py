@@ -19,7 +19,8 @@ from ray import cloudpickle
 
 from autograder.checks import lab02
 from autograder.reference import lab02 as ref
-from autograder.session import Learner, Session
+from autograder.session import Session
+from autograder.transport import Learner
 from course import faults
 
 # Ray workers cannot import this test module: ship its classes by value.

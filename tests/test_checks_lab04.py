@@ -21,7 +21,8 @@ from ray import cloudpickle
 from autograder.checks import for_lab, lab04
 from autograder.reference import lab04 as ref
 from autograder.reference_process import namespace
-from autograder.session import Learner, Session
+from autograder.session import Session
+from autograder.transport import Learner
 from course import kernels, locality
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers cannot import this module

@@ -31,7 +31,7 @@ def test_each_scenario_binds_where_it_says_by_a_margin(seed):
 def test_a_plan_that_always_names_the_gpu_fails_plan_limit_only():
     session = Session(LAB, seed=3)
     wrong = lambda target, px, m: {**ref.plan(target, px, m), "limit": "gpu"}  # noqa: E731
-    from autograder.session import Learner
+    from autograder.transport import Learner
 
     session.learner = Learner(namespace={"plan": wrong})
     session._reference = Learner(namespace=vars(ref))

@@ -9,7 +9,7 @@ from autograder import calibrate, cli
 
 def test_unknown_lab_is_a_usage_error(capsys):
     assert cli.main(["calibrate", "99_no_such_lab"]) == 2
-    assert "no checks for lab '99_no_such_lab'" in capsys.readouterr().err
+    assert "no lab '99_no_such_lab' in this kit" in capsys.readouterr().err
 
 
 def test_a_grader_bug_is_not_a_usage_error(monkeypatch):

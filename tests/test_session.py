@@ -10,7 +10,8 @@ import threading
 import pytest
 
 from autograder import channel
-from autograder.session import Callback, Learner, Session, plain
+from autograder.session import Session
+from autograder.transport import Callback, Learner, plain
 
 LAB = "00_measure"
 
@@ -94,7 +95,7 @@ def test_a_check_is_measured_once_and_sealed_sessions_refuse_more():
 
 
 def test_a_kernel_that_stops_answering_is_interrupted_and_the_check_fails(monkeypatch):
-    import autograder.session as s
+    import autograder.transport as s
 
     interrupted = []
     monkeypatch.setattr(s, "GRACE_S", 0.5)

@@ -90,6 +90,18 @@ def tiered(lab: str) -> list[Tiered]:
     return TIERED.get(lab, [])
 
 
+def descriptions(lab: str) -> dict[str, str]:
+    """What each check of ``lab`` measures: the first paragraph of its docstring ("" when none);
+    ``{}`` for an assignment that is no lab of this kit."""
+    from ..labs import UnknownLab
+
+    try:
+        checks = for_lab(lab)
+    except UnknownLab:
+        return {}
+    return {name: " ".join((c.fn.__doc__ or "").strip().split("\n\n")[0].split()) for name, c in checks.items()}
+
+
 def module_for(lab: str) -> str:
     """The checks module of a lab id: ``00_measure`` -> ``autograder.checks.lab00``."""
     return f"{__name__}.lab{lab[:2]}"

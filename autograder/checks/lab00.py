@@ -23,6 +23,7 @@ import random
 import statistics
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,9 +31,12 @@ from course import bench, kernels
 
 from ..labs.lab00 import LAB
 from ..reference_process import namespace
-from ..session import Callback, Session
 from ..targets import LAB00 as T
+from ..transport import Callback
 from . import register, tiers
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 CANDIDATES = (8, 16, 32, 64, 128, 256)  # batch sizes offered on the cost model
 # ... and on the real kernel: 4x apart, from one image per call (all per-call overhead) up.
@@ -226,8 +230,8 @@ def ray_task(session):
             f"(expected {n} values from kernels.process(kernels.make_batch({n}, seed={seed})))")
 
 
-def calibrate() -> list[str]:
+def calibrate(session: Session) -> list[str]:
     """The reference's error on a known-cost workload (the batch tiers are in calibrate's table)."""
-    workload = _workload(Session(LAB), 1)
+    workload = _workload(session, 1)
     error = namespace(LAB)["throughput"](workload, workload.items) / workload.true_rate() - 1
     return [f"reference throughput on a known-cost workload: {error:+.1%} (allowed ±{T.rel_tolerance:.0%})"]

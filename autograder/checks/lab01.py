@@ -23,13 +23,17 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from course import fleet, kernels
 
 from ..labs.lab01 import LAB
-from ..session import Learner, Session, named, stashed
 from ..targets import LAB01 as T
+from ..transport import Learner, named, stashed
 from . import register, tiers
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 ANTI_PATTERN = ("this is the 'ray.get in a loop' anti-pattern (Ray docs: \"Calling ray.get in a loop "
                 "harms parallelism\"): submit work to every actor first, then collect results as they "
@@ -378,12 +382,11 @@ def model_long_kernel(session):
     _model(session, T.long_kernel_s, 6)
 
 
-def calibrate() -> list[str]:
+def calibrate(session: Session) -> list[str]:
     """The reference model against the reference fleet's measured sweep (the tiers are in
     calibrate's table)."""
     from ..reference_process import namespace
 
-    session = Session(LAB, learner=Learner(namespace=namespace(LAB)))
     fleet.start()
     sweep = measure_sweep(session, session.reference)
     ref = namespace(LAB)

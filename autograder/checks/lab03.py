@@ -19,14 +19,18 @@ validated too and read field by field, for namespaces and GPU counts drawn per r
 from __future__ import annotations
 
 import string
+from typing import TYPE_CHECKING
 
 from course import k8s, tenancy
 
 from ..labs.lab03 import LAB
 from ..labs.lab03.steps import POOL, QUOTAS
-from ..session import Session, named
 from ..targets import LAB03 as T
+from ..transport import named
 from . import register, tiers
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 
 def checked_options(opts, tenant: str) -> dict:
@@ -310,12 +314,8 @@ def manifests_fit(session):
                                          f"{cq!r} with {queues.get(cq)} GPUs; expected {q}")
 
 
-def calibrate() -> list[str]:
+def calibrate(session: Session) -> list[str]:
     """The reference's isolation and overhead on this machine, for both mechanisms."""
-    from ..reference_process import namespace
-    from ..session import Learner
-
-    session = Session(LAB, learner=Learner(namespace=namespace(LAB)))
     cr, pg = _measured(session, "resources"), _measured(session, "groups")
     return [f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
             f"placement groups: peaks {pg['peaks']}, overhead {pg['overhead']:.2f}",

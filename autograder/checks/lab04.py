@@ -26,13 +26,17 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from course import kernels, locality
 
 from ..labs.lab04 import LAB
-from ..session import Session, named, stashed
 from ..targets import LAB04 as T
+from ..transport import named, stashed
 from . import register, tiers
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 
 # ---------------------------------------------------------------- the grader's shards

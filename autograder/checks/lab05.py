@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,9 +31,12 @@ from course import convnet, pipeline
 
 from ..labs.lab05 import LAB
 from ..reference_process import namespace
-from ..session import Session, named
 from ..targets import LAB05 as T
+from ..transport import named
 from . import register, tiers
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 LIMITS = ("gpu", "overhead", "cpu", "network")
 SIZES = (8, 16, 32, 64, 128, 256)

@@ -17,8 +17,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from ..nbgrader_run import Outcome
-from ..report import Result
+from ..report import Outcome, Result
 from . import resume
 
 NAME = "cohort-report.html"

@@ -1,7 +1,7 @@
 """Each learner's feedback page: what the grader measured in their submission, check by check.
 
 Written by ``grade`` for every graded submission, from the grader's own verdicts (an
-:class:`~autograder.nbgrader_run.Outcome`), never from what the learner's kernel printed: the
+:class:`~autograder.report.Outcome`), never from what the learner's kernel printed: the
 graded notebook's outputs come from learner-controlled code and may say anything. The page
 is ``COURSE/feedback/<student>/<assignment>/grader-feedback.html``, next to the page
 ``nbgrader generate_feedback`` writes for the notebook itself, so that
@@ -13,26 +13,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ..nbgrader_run import Outcome
-from ..report import Result
+from ..report import Outcome, Result
 
 NAME = "grader-feedback.html"
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;line-height:1.45}"
          "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;"
          "text-align:left;vertical-align:top}.PASS{color:#17692d}.PART{color:#8a5a00}.FAIL{color:#a3161b}"
          ".SKIP{color:#555}small{color:#555}")
-
-
-def descriptions(lab: str) -> dict[str, str]:
-    """What each check of ``lab`` measures: the first paragraph of its docstring ("" when none)."""
-    from ..checks import for_lab
-    from ..labs import UnknownLab
-
-    try:
-        checks = for_lab(lab)
-    except UnknownLab:
-        return {}
-    return {name: " ".join((c.fn.__doc__ or "").strip().split("\n\n")[0].split()) for name, c in checks.items()}
 
 
 def mark(r: Result) -> str:
@@ -69,9 +56,10 @@ def page(o: Outcome, what: dict[str, str]) -> str:
             "</body></html>")
 
 
-def write(course: Path, o: Outcome) -> Path | None:
+def write(course: Path, o: Outcome, what: dict[str, str]) -> Path | None:
     """Write one submission's page under ``COURSE/feedback/`` (replacing, never writing through,
-    whatever stands there); ``None`` for a grading that produced no verdicts."""
+    whatever stands there), ``what`` saying what each check measures
+    (:func:`autograder.checks.descriptions`); ``None`` for a grading that produced no verdicts."""
     if not o.results:
         return None
     folder = Path(course) / "feedback" / o.student / o.assignment
@@ -81,6 +69,6 @@ def write(course: Path, o: Outcome) -> Path | None:
     path = folder / NAME
     tmp = folder / f".{NAME}.tmp"
     tmp.unlink(missing_ok=True)
-    tmp.write_text(page(o, descriptions(o.assignment)))
+    tmp.write_text(page(o, what))
     tmp.replace(path)
     return path

@@ -21,8 +21,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from .. import channel, seed
-from ..nbgrader_run import KIT_ROOT, Outcome
-from ..report import Result
+from ..report import Outcome, Result
+from .sandbox import KIT_ROOT
 
 FOLDER = ".autograder/graded"
 RETRY_MARK = "grade it again"  # in the error of a grading the grader itself could not carry out
