@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 
+from .stash import STASH
+
 
 def connect() -> None:
     """Start or join this lab's Ray (``RAY_ADDRESS``, when the grader set one): the fleet's resources."""
@@ -136,8 +138,6 @@ def forget(key: str) -> None:
     """Let go of what an earlier request kept under ``key`` (a job's actors go with it)."""
     import gc
 
-    from .stash import STASH
-
     STASH.kept.pop(str(key), None)
     gc.collect()
 
@@ -152,9 +152,9 @@ def armed_fleet(n: int, key_hex: str) -> list[str]:
     from course import fleet
 
     connect()
-    fleet.release(_held)  # one armed fleet per process: a new grading session replaces the last one's
+    fleet.release(STASH.held.get("armed", []))  # one armed fleet per process: a new session replaces the last one's
     gpus = fleet.armed(int(n), bytes.fromhex(key_hex))
-    _held[:] = gpus  # the handles in the kernel do not keep them alive; this process does
+    STASH.held["armed"] = gpus  # the handles in the kernel do not keep them alive; this process does
     return [export(a) for a in gpus]
 
 
@@ -163,9 +163,6 @@ def export(handle) -> str:
     import ray
 
     return base64.b64encode(ray.cloudpickle.dumps(handle)).decode()
-
-
-_held: list = []
 
 
 STEPS = {f.__name__: f for f in (connect, address, actors, batches, process_all, method, calls, actor_id,

@@ -2,8 +2,9 @@
 
 The learner's kernel and the reference process each hold one :data:`STASH`: the values a
 request asked to keep (``keep=``, read back by ``{"stashed": key}``), the actor handles the
-grader forwarded, the kernel's connection to its grader, and the learner's own self-check
-session. Everything else on the kernel's side is stateless.
+grader forwarded, the kernel's connection to its grader, the learner's own self-check
+session, and (reference process) the grader's own actors it keeps alive. Everything else on
+the kernel's side is stateless.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ class Stash:
     conn: Any = None                                       # the kernel's connection to its grader, if graded
     local: tuple | None = None                             # self-check: (learner objects measured, session)
     lab: str | None = None                                 # the lab begin() was called for
+    # the grader's own Ray actors this process started (reference process only), by role: the
+    # handles it exports do not keep them alive, this does
+    held: dict[str, Any] = field(default_factory=dict)
 
 
 STASH = Stash()

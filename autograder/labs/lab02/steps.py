@@ -14,6 +14,7 @@ import ray
 from course import cluster, faults
 
 from ...routines import export, step
+from ...stash import STASH
 from ...targets import LAB02 as T
 
 # --- kit steps: the kernel's side (learner classes as actors) -----------------------------------
@@ -70,36 +71,33 @@ def chaos_items(worker, pairs: list, timeout_s: float) -> dict:
 
 # --- kit steps: the reference process's side (the grader's actors, kills) ------------------------
 
-_held: dict = {}  # the grader's actors in the reference process, by role
-
-
 @step
 def probe(retries: int) -> str:
     """Reference side: the grader's probe (restarts on, ``max_task_retries=retries``), exported."""
     cluster.start()
     key = f"probe{retries}"
-    if key not in _held:
-        _held[key] = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=int(retries))(faults.Probe).remote()
-    return export(_held[key])
+    if key not in STASH.held:
+        STASH.held[key] = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=int(retries))(faults.Probe).remote()
+    return export(STASH.held[key])
 
 
 @step
 def probe_pid(retries: int) -> int:
-    return int(ray.get(_held[f"probe{retries}"].ping.remote(), timeout=T.restart_timeout_s))
+    return int(ray.get(STASH.held[f"probe{retries}"].ping.remote(), timeout=T.restart_timeout_s))
 
 
 @step
 def kill_probe(retries: int, how: str, pid: int) -> float:
     """Reference side: kill the probe as ``how`` says; the machine's monotonic clock at the kill."""
     at = time.monotonic()
-    faults.KILLS[how](_held[f"probe{retries}"], int(pid))
+    faults.KILLS[how](STASH.held[f"probe{retries}"], int(pid))
     return at
 
 
 @step
 def probe_recovered(retries: int, old_pid: int) -> list:
     """Reference side: wait until a new probe process answers; (pid, constructed, first ping)."""
-    probe_ = _held[f"probe{retries}"]
+    probe_ = STASH.held[f"probe{retries}"]
     deadline = time.monotonic() + T.restart_timeout_s
     while time.monotonic() < deadline:  # the grader's own ping, after the learner's calls
         try:
@@ -173,19 +171,19 @@ def await_restart(actor_id: str, old_pid: int) -> int:
 def ledger() -> str:
     """Reference side: a fresh ledger (the grader's ground truth for the chaos run), exported."""
     cluster.start()
-    _held["ledger"] = faults.Ledger.remote()
-    return export(_held["ledger"])
+    STASH.held["ledger"] = faults.Ledger.remote()
+    return export(STASH.held["ledger"])
 
 
 @step
 def arm_ledger(seq: int, actor_id: str, what: str) -> None:
     """Reference side: the ledger SIGKILLs the learner's worker when item ``seq``'s effect lands."""
-    ray.get(_held["ledger"].arm.remote(int(seq), _learner_pid(actor_id, what)))
+    ray.get(STASH.held["ledger"].arm.remote(int(seq), _learner_pid(actor_id, what)))
 
 
 @step
 def ledger_report() -> dict:
-    led = _held.pop("ledger")
+    led = STASH.held.pop("ledger")
     out = {"entries": ray.get(led.entries.remote()), "kills": ray.get(led.kills.remote())}
     ray.kill(led)
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 from course import locality
 
 from ...routines import export, step
+from ...stash import STASH
 
 # ---------------------------------------------------------------- kit steps
 
@@ -22,14 +23,11 @@ def node_ids() -> list[str]:
     return locality.start()
 
 
-_kept: list = []  # the grader's actors in the reference process: the exported handles do not keep them alive
-
-
 @step
 def shard_store(key_hex: str) -> str:
     """Reference process: the grader's shard store, as a handle to forward."""
     store = locality.shard_store(bytes.fromhex(key_hex))
-    _kept.append(store)
+    STASH.held.setdefault("lab04", []).append(store)
     return export(store)
 
 
@@ -107,7 +105,7 @@ def batch_source(images: int, seed: int) -> str:
     """Reference process: a grader-served host batch, as a handle to forward."""
     locality.start()
     source = locality.BatchSource.remote(images, seed)
-    _kept.append(source)
+    STASH.held.setdefault("lab04", []).append(source)
     return export(source)
 
 
