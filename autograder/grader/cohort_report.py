@@ -13,6 +13,7 @@ import base64
 import html
 import io
 import json
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -37,8 +38,10 @@ def recorded(course: Path) -> list[Outcome]:
 
 
 def cause(o: Outcome) -> str:
-    """A grading's failure in a few words (the error's text up to its first colon), or ''."""
-    return o.error.split(":")[0].strip()[:80] if o.error else ""
+    """A grading's failure as a cause to count: its error's first clause, numbers as ``N``
+    ("nbgrader autograde failed: the kernel died", "grading stopped after N s (the submission
+    hung)"), or ''."""
+    return re.sub(r"\d+(?:\.\d+)?", "N", o.error.split(";")[0]).strip()[:100] if o.error else ""
 
 
 def _figure(draw) -> str:
