@@ -34,16 +34,21 @@ def _require():
         pytest.skip(f"no sandbox here: {why}")
 
 
-PROBE = textwrap.dedent('''
-    import errno, json, os, signal, socket, sys
-    out = {"uid": os.getuid(), "gid": os.getgid()}
-    args = json.loads(sys.argv[1])
+# a probe's one helper: run fn, record "done" or the errno's name under name in out
+ATTEMPT = textwrap.dedent('''
     def attempt(name, fn):
         try:
             fn()
             out[name] = "done"
         except OSError as exc:
             out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+''')
+
+PROBE = textwrap.dedent('''
+    import errno, json, os, signal, socket, sys
+    out = {"uid": os.getuid(), "gid": os.getgid()}
+    args = json.loads(sys.argv[1])
+''') + ATTEMPT + textwrap.dedent('''
     out["pids_seen"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
     attempt("signal_grader", lambda: os.kill(args["canary_pid"], signal.SIGTERM))
     # the syscall filter, tried on a child of its own (a stand-in for a grader's Ray worker that
@@ -170,15 +175,7 @@ def test_a_program_shown_exec_only_runs_but_is_not_dumpable(tmp_path):
     program shown plainly can be read. Killing it stays possible (that costs only a grade)."""
     _require()
     sleep = os.path.realpath(shutil.which("sleep"))
-    probe = textwrap.dedent(f'''
-        import errno, json, os, subprocess
-        out = {{}}
-        def attempt(name, fn):
-            try:
-                fn()
-                out[name] = "done"
-            except OSError as exc:
-                out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+    probe = "import errno, json, os, subprocess\nout = {}\n" + ATTEMPT + textwrap.dedent(f'''
         hidden = subprocess.Popen([{sleep!r}, "60"])
         plain = subprocess.Popen(["python3", "-c", "import time; time.sleep(60)"])
         import time; time.sleep(0.5)
