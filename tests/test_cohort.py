@@ -324,6 +324,7 @@ def test_feedback_pages_and_the_cohort_report_say_what_the_grader_found(tmp_path
     for text in ("3 submission(s)", "ray-task", "batch-model", "33 %", "the notebook did not finish in N s: killed",
                  "<td>ben</td><td>ray-task</td><td>1</td>", "<td>2.0</td><td>1</td>"):
         assert text in report, text
+    assert "Graded without the sandbox</b> (learner code ran as the grader's user): ann, ben, cat" in report
     (course / cohort_report.NAME).unlink()
     assert cli.main(["report", str(course)]) == 0  # from the records alone
     again = (course / cohort_report.NAME).read_text()

@@ -104,6 +104,10 @@ def section(assignment: str, outcomes: list[Outcome]) -> str:
              f"mean {statistics.fmean(scores):.1f}; {sum(1 for o in outcomes if not o.error)} graded normally, "
              f"{sum(causes.values())} with an error; "
              f"median grading time {statistics.median(o.seconds for o in outcomes):.0f} s.</p>"]
+    bare = [o.student for o in outcomes if not o.sandboxed]
+    if bare:  # grade --unsandboxed: learner code ran as the grader's user
+        parts.append(f"<p><b>Graded without the sandbox</b> (learner code ran as the grader's user): "
+                     f"{e(', '.join(bare))}.</p>")
     if outcomes and top:
         parts.append(_figure(lambda ax: _scores(ax, outcomes)))
     if names:
