@@ -94,8 +94,8 @@ class ReferenceProcess:
         if ray:
             from .labs import ray_start
 
-            self.ray_env["RAY_ADDRESS"] = self.remote.call("kit.address", ray_start(lab), what="starting the lab's Ray",
-                                                           returns="string", timeout_s=START_TIMEOUT_S)
+            self.ray_env["RAY_ADDRESS"] = self.remote.kit.address(ray_start(lab), what="starting the lab's Ray",
+                                                                  returns="string", timeout_s=START_TIMEOUT_S)
 
     def _sandboxed(self, command: list[str], folder: Path, info_fd: int, share: tuple[str, ...],
                    cgroup: tuple[str, ...]) -> list[str]:

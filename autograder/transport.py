@@ -89,6 +89,48 @@ def plain(value, returns: str, what: str):
     return float(value) if returns == "number" else value
 
 
+class Steps:
+    """The kit steps (:mod:`autograder.routines`, each lab's ``steps``) of one side, as methods.
+
+    ``side.kit.<step>(*args, what=..., returns=..., timeout_s=...)`` is
+    ``side.call("kit.<step>", *args, ...)``, checked here first: a step that does not exist, or
+    arguments its signature does not take, raise at once in the grader (the check's bug, a
+    grader fault) instead of reaching the other side as an error the learner would be blamed for.
+    ``side.kit.<step>.timed(...)`` is :meth:`Learner.timed`.
+    """
+
+    def __init__(self, side: Learner):
+        self._side = side
+
+    def __getattr__(self, name: str) -> Step:
+        from .routines import STEPS
+
+        if name.startswith("_") or name not in STEPS:
+            raise AttributeError(f"no kit step {name!r} (is the lab's steps module loaded?)")
+        return Step(self._side, name, STEPS[name])
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kit step of one side (see :class:`Steps`)."""
+
+    side: Learner
+    name: str
+    fn: Callable[..., Any]
+
+    def _checked(self, args: tuple) -> str:
+        import inspect
+
+        inspect.signature(self.fn).bind(*args)  # TypeError: the check passes the wrong arguments
+        return f"kit.{self.name}"
+
+    def __call__(self, *args, **kwargs):
+        return self.side.call(self._checked(args), *args, **kwargs)
+
+    def timed(self, *args, **kwargs) -> tuple[float, Any]:
+        return self.side.timed(self._checked(args), *args, **kwargs)
+
+
 class Learner:
     """The learner's kernel as the grader sees it: call a learner object by name."""
 
@@ -129,6 +171,11 @@ class Learner:
         if reply.get("op") != "result":
             raise AssertionError(self._break("the kernel answered out of turn"))
         return plain(reply.get("value"), "none" if keep else returns, what)
+
+    @property
+    def kit(self) -> Steps:
+        """The kit steps on this side, as methods: ``side.kit.tasks_run(actor, "process", 3, what=...)``."""
+        return Steps(self)
 
     def timed(self, name: str, *args, **kwargs) -> tuple[float, Any]:
         """(seconds on the grader's clock, value) of one :meth:`call`."""

@@ -201,3 +201,20 @@ def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_gradin
     grading._grading = True
     result = grading.run("batch-real-tier1")
     assert not result.skipped and result.max_score == 1 and result.score == 0 and total([result]) == (0, 1)
+
+
+def test_kit_steps_are_called_as_methods_checked_against_their_signatures():
+    """``side.kit.<step>(...)`` is ``side.call("kit.<step>", ...)``; a step that does not exist
+    or arguments its signature does not take fail in the grader, before anything is sent."""
+    from autograder.stash import STASH
+    from autograder.transport import Learner
+
+    side = Learner(namespace={})
+    STASH.kept["tmp"] = object()
+    assert side.kit.forget("tmp", what="forget") is None and "tmp" not in STASH.kept  # routines.forget ran
+    with pytest.raises(AttributeError, match="no kit step 'no_such_step'"):
+        side.kit.no_such_step(what="x")
+    with pytest.raises(TypeError):
+        side.kit.forget("a", "b", what="forget")  # forget(key) takes one argument
+    seconds, value = side.kit.forget.timed("tmp", what="forget")
+    assert value is None and seconds >= 0

@@ -63,38 +63,38 @@ class Worker:
 
     def __init__(self, side: Learner, tag: str, timeout_s: float):
         self.side, self.tag, self.timeout_s = side, tag, timeout_s
-        side.call("kit.actors", named("ImageWorker"), 1, what="starting ImageWorker as a Ray actor",
-                  keep=f"{tag}.worker", timeout_s=T.start_timeout_s)
+        side.kit.actors(named("ImageWorker"), 1, what="starting ImageWorker as a Ray actor",
+                        keep=f"{tag}.worker", timeout_s=T.start_timeout_s)
 
     def load(self, specs: list) -> None:
         """Put seeded batches in the object store (not timed)."""
-        self.side.call("kit.batches", specs, what="making the grader's batches", keep=f"{self.tag}.batches",
-                       timeout_s=self.timeout_s)
+        self.side.kit.batches(specs, what="making the grader's batches", keep=f"{self.tag}.batches",
+                              timeout_s=self.timeout_s)
 
     def process(self, specs: list) -> float:
         """Seconds (grader's clock) for the actor to process the loaded batches; results checked."""
-        seconds, got = self.side.timed("kit.process_all", stashed(f"{self.tag}.worker"),
-                                       stashed(f"{self.tag}.batches"), what="ImageWorker.process(batch)",
-                                       returns="arrays", timeout_s=self.timeout_s)
+        seconds, got = self.side.kit.process_all.timed(stashed(f"{self.tag}.worker"), stashed(f"{self.tag}.batches"),
+                                                       what="ImageWorker.process(batch)", returns="arrays",
+                                                       timeout_s=self.timeout_s)
         _check_images(got, specs, "ImageWorker.process")
         return seconds
 
     def ran(self, reference: Learner, method: str, at_least: int) -> int:
         """How many ``method`` calls Ray's task records show this actor's own process finished
         (read by the reference process, which owns the lab's Ray)."""
-        actor = self.side.call("kit.actor_id", stashed(f"{self.tag}.worker"), what="the actor's id",
-                               returns="string", timeout_s=self.timeout_s)
-        return reference.call("kit.tasks_run", actor, method, at_least, what="reading Ray's task records",
-                              returns="integer", timeout_s=30)
+        actor = self.side.kit.actor_id(stashed(f"{self.tag}.worker"), what="the actor's id",
+                                       returns="string", timeout_s=self.timeout_s)
+        return reference.kit.tasks_run(actor, method, at_least, what="reading Ray's task records",
+                                       returns="integer", timeout_s=30)
 
     def count(self) -> int:
-        return self.side.call("kit.method", stashed(f"{self.tag}.worker"), "images_processed",
-                              what="ImageWorker.images_processed()", returns="integers",
-                              timeout_s=self.timeout_s)[0]
+        return self.side.kit.method(stashed(f"{self.tag}.worker"), "images_processed",
+                                    what="ImageWorker.images_processed()", returns="integers",
+                                    timeout_s=self.timeout_s)[0]
 
     def release(self) -> None:
-        self.side.call("kit.release", stashed(f"{self.tag}.worker"), what="releasing the actor",
-                       timeout_s=self.timeout_s)
+        self.side.kit.release(stashed(f"{self.tag}.worker"), what="releasing the actor",
+                              timeout_s=self.timeout_s)
 
 
 @dataclass
@@ -199,9 +199,9 @@ class Fleet:
 
     def __init__(self, session: Session):
         self.session = session
-        self.handles = session.reference.call("kit.armed_fleet", fleet.size(), session.key.hex(),
-                                              what="starting the grader's emulated GPUs", returns="strings",
-                                              timeout_s=T.start_timeout_s)
+        self.handles = session.reference.kit.armed_fleet(fleet.size(), session.key.hex(),
+                                                         what="starting the grader's emulated GPUs", returns="strings",
+                                                         timeout_s=T.start_timeout_s)
         self.n = len(self.handles)
         self._rng = session.rng(4)
 

@@ -70,9 +70,9 @@ def resource_policy(session: Session) -> dict:
 
 def groups_policy(session: Session) -> dict:
     """The learner's placement-group policy, checked: one group per tenant, options into groups."""
-    policy = session.learner.call("kit.group_policy", named("tenant_groups"), named("group_options"), dict(QUOTAS),
-                                  what="tenant_groups(quotas) and group_options(tenant, groups)", returns="json",
-                                  timeout_s=session.call_timeout_s + T.pg_ready_timeout_s)
+    policy = session.learner.kit.group_policy(named("tenant_groups"), named("group_options"), dict(QUOTAS),
+                                              what="tenant_groups(quotas) and group_options(tenant, groups)",
+                                              returns="json", timeout_s=session.call_timeout_s + T.pg_ready_timeout_s)
     groups, options = policy.get("groups"), policy.get("options")
     if not (isinstance(groups, dict) and set(groups) == set(QUOTAS) and isinstance(options, dict)
             and set(options) == set(QUOTAS)):
@@ -112,8 +112,8 @@ def _measured(session: Session, kind: str) -> dict:
     """The grader's measurement of the learner's ``kind`` policy ("resources" or "groups"), once per run."""
     def run():
         policy = resource_policy(session) if kind == "resources" else groups_policy(session)
-        return session.reference.call("kit.measure_policy", policy, what=f"measuring your {kind} policy",
-                                      returns="json", timeout_s=600)
+        return session.reference.kit.measure_policy(policy, what=f"measuring your {kind} policy",
+                                                    returns="json", timeout_s=600)
     return session.memo(("policy", kind), run)
 
 

@@ -118,11 +118,11 @@ class Dataset:
 
     def __init__(self, session: Session):
         self.session, self.ref, self.key = session, session.reference, session.key.hex()
-        self.nodes = self.ref.call("kit.node_ids", what="the grader's cluster", returns="strings", timeout_s=60)
+        self.nodes = self.ref.kit.node_ids(what="the grader's cluster", returns="strings", timeout_s=60)
         if len(self.nodes) < 2:
             raise AssertionError(f"the grader's cluster has {len(self.nodes)} node(s)")
-        self.store = {"handle": self.ref.call("kit.shard_store", self.key, what="the grader's shard store",
-                                              returns="string", timeout_s=60)}
+        self.store = {"handle": self.ref.kit.shard_store(self.key, what="the grader's shard store",
+                                                         returns="string", timeout_s=60)}
         self.placement = grader_placement(self.nodes, session.seed)
         self._rng, self._count = session.rng(4), 0
 
@@ -130,13 +130,13 @@ class Dataset:
         """New shards (fresh seeds) on ``placement``: their name and seeds."""
         self._count += 1
         name, seeds = f"set{self._count}", [self._rng.randrange(2**31) for _ in placement]
-        self.ref.call("kit.produce", self.store, self.key, name, list(placement), seeds, images,
-                      what="the grader's shards", timeout_s=120)
+        self.ref.kit.produce(self.store, self.key, name, list(placement), seeds, images,
+                             what="the grader's shards", timeout_s=120)
         return name, seeds
 
     def observe(self, name: str) -> dict:
-        seen = self.ref.call("kit.observe", self.store, name, what="Ray's object directory", returns="json",
-                             timeout_s=60)
+        seen = self.ref.kit.observe(self.store, name, what="Ray's object directory", returns="json",
+                                    timeout_s=60)
         if not (isinstance(seen, dict) and isinstance(seen.get("holders"), list)
                 and isinstance(seen.get("written"), dict)):
             raise RuntimeError(f"unexpected observation {str(seen)[:80]}")
@@ -147,11 +147,11 @@ class Dataset:
         name, seeds = self.make(self.placement, images)
         try:
             before = self.observe(name)
-            seconds, results = side.timed("kit.run_job", stashed(job), self.store, name, what=f"{what}.run(shards)",
-                                          returns="json", timeout_s=self.session.call_timeout_s)
+            seconds, results = side.kit.run_job.timed(stashed(job), self.store, name, what=f"{what}.run(shards)",
+                                                      returns="json", timeout_s=self.session.call_timeout_s)
             after = self.observe(name)
         finally:
-            self.ref.call("kit.drop", self.store, self.key, name, what="dropping the grader's shards", timeout_s=60)
+            self.ref.kit.drop(self.store, self.key, name, what="dropping the grader's shards", timeout_s=60)
         if not isinstance(results, list):
             raise AssertionError(f"{what}.run(shards) returned no list of results")
         return Run(images, seeds, before, after, seconds, results)
@@ -166,10 +166,10 @@ def shard_nodes_correct(session):
     name, _ = data.make(data.placement[:4], 64)
     holders = data.observe(name)["holders"]
     other = next(n for n in data.nodes if n not in holders[0])
-    data.ref.call("kit.copy_shard", data.store, data.key, name, 0, other, what="a second copy", timeout_s=60)
+    data.ref.kit.copy_shard(data.store, data.key, name, 0, other, what="a second copy", timeout_s=60)
     truth = data.observe(name)["holders"]
-    got = session.learner.call("kit.ask_shard_nodes", named("shard_nodes"), data.store, name,
-                               what="shard_nodes(refs)", returns="json", timeout_s=session.call_timeout_s)
+    got = session.learner.kit.ask_shard_nodes(named("shard_nodes"), data.store, name, what="shard_nodes(refs)",
+                                              returns="json", timeout_s=session.call_timeout_s)
     after = data.observe(name)["holders"]  # the answer may also be Ray's directory just after the call
     if not (isinstance(got, list) and all(isinstance(g, list) for g in got)):
         raise AssertionError("shard_nodes returned something other than one collection of node ids per ref")
@@ -205,11 +205,11 @@ def measure_pinned(session: Session) -> Pinned:
     """The learner's locality-aware job on the grader's shards, against the naive and reference jobs."""
     data, learner, ref = Dataset(session), session.learner, session.reference
     # distinct keys: outside grading, both sides keep their jobs in the same process
-    learner.call("kit.make_job", named("PinnedJob"), data.nodes, what="PinnedJob(nodes)", keep="job",
-                 timeout_s=session.call_timeout_s)
-    ref.call("kit.make_job", named("PinnedJob"), data.nodes, what="the reference PinnedJob", keep="reference-job",
-             timeout_s=60)
-    ref.call("kit.make_job", named("NaiveJob"), data.nodes, what="the naive job", keep="naive-job", timeout_s=60)
+    learner.kit.make_job(named("PinnedJob"), data.nodes, what="PinnedJob(nodes)", keep="job",
+                         timeout_s=session.call_timeout_s)
+    ref.kit.make_job(named("PinnedJob"), data.nodes, what="the reference PinnedJob", keep="reference-job",
+                     timeout_s=60)
+    ref.kit.make_job(named("NaiveJob"), data.nodes, what="the naive job", keep="naive-job", timeout_s=60)
     runs = []
 
     def mine(images: int = locality.SHARD_IMAGES) -> float:
@@ -225,12 +225,12 @@ def measure_pinned(session: Session) -> Pinned:
     try:
         mine(images=64)  # a warm-up, discarded; and a job with wrong results costs no more time
         naive = data.run(ref, "naive-job", "the naive job")  # its bytes only: not timed, not warmed up
-        ref.call("kit.forget", "naive-job", what="releasing the naive job", timeout_s=60)
+        ref.kit.forget("naive-job", what="releasing the naive job", timeout_s=60)
         runs.clear()
         ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
     finally:
-        learner.call("kit.forget", "job", what="releasing PinnedJob", timeout_s=60)
-        ref.call("kit.forget", "reference-job", what="releasing the reference job", timeout_s=60)
+        learner.kit.forget("job", what="releasing PinnedJob", timeout_s=60)
+        ref.kit.forget("reference-job", what="releasing the reference job", timeout_s=60)
     return Pinned(runs, naive, ratio)
 
 
@@ -293,19 +293,19 @@ tiers(LAB, ("pinned-throughput-tier1", "pinned-throughput-tier2"), T.throughput_
 def resident_copies(session):
     """A resident worker reads its host batch once, however often it runs, and is right."""
     seed = session.rng(5).randrange(2**31)
-    source = {"handle": session.reference.call("kit.batch_source", T.resident_images, seed,
-                                               what="the grader's host batch", returns="string", timeout_s=60)}
-    outs = session.learner.call("kit.resident", named("ResidentWorker"), source, T.resident_images,
-                                T.resident_calls, what="ResidentWorker(batch) and its run()", returns="arrays",
-                                timeout_s=session.call_timeout_s)
+    source = {"handle": session.reference.kit.batch_source(T.resident_images, seed, what="the grader's host batch",
+                                                           returns="string", timeout_s=60)}
+    outs = session.learner.kit.resident(named("ResidentWorker"), source, T.resident_images,
+                                        T.resident_calls, what="ResidentWorker(batch) and its run()", returns="arrays",
+                                        timeout_s=session.call_timeout_s)
     expected = kernels.reference_checksum(T.resident_images, seed=seed)
     for i, out in enumerate(outs):
         if out["shape"] != [T.resident_images] or not kernels.matches(out["data"], expected):
             raise AssertionError(f"ResidentWorker.run() call {i + 1} returned a wrong result (checksum differs)")
     if len(outs) != T.resident_calls:
         raise AssertionError(f"{len(outs)} results for {T.resident_calls} calls")
-    reads = session.reference.call("kit.reads", source, what="the host batch's reads", returns="integer",
-                                   timeout_s=60)
+    reads = session.reference.kit.reads(source, what="the host batch's reads", returns="integer",
+                                        timeout_s=60)
     if reads > 1:
         raise AssertionError(f"ResidentWorker copied its shard from host memory {reads}× over {T.resident_calls} "
                              "calls; a resident worker copies once, in __init__ (locality.to_device)")
