@@ -17,6 +17,7 @@ from ...routines import export, step
 from ...stash import STASH
 from ...targets import LAB02 as T
 
+
 # --- kit steps: the kernel's side (learner classes as actors) -----------------------------------
 
 def _actor_class(obj, name: str) -> None:

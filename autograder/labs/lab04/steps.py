@@ -9,6 +9,7 @@ from course import locality
 from ...routines import export, step
 from ...stash import STASH
 
+
 # ---------------------------------------------------------------- kit steps
 
 @step

@@ -8,6 +8,7 @@ from course import pipeline
 
 from ...routines import _finished, step
 
+
 # ---------------------------------------------------------------- kit steps
 
 @step
