@@ -21,12 +21,18 @@ class Result:
         return self.score >= self.max_score
 
 
+def mark(r: Result) -> str:
+    """PASS, PART, FAIL or SKIP: how every report names a check's outcome."""
+    if r.skipped:
+        return "SKIP"
+    return "PASS" if r.passed else ("PART" if r.score > 0 else "FAIL")
+
+
 def line(r: Result) -> str:
     """``PASS name  2/2``, ``FAIL name  0/2  reason`` or ``SKIP name  -/2  reason``."""
     if r.skipped:
         return f"SKIP {r.name:<28} -/{r.max_score:g}  {r.message}"
-    mark = "PASS" if r.passed else ("PART" if r.score > 0 else "FAIL")
-    text = f"{mark} {r.name:<28} {r.score:g}/{r.max_score:g}"
+    text = f"{mark(r)} {r.name:<28} {r.score:g}/{r.max_score:g}"
     return f"{text}  {r.message}" if r.message else text
 
 

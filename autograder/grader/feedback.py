@@ -13,20 +13,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ..report import Outcome, Result
+from ..report import Outcome, mark
 
 NAME = "grader-feedback.html"
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;line-height:1.45}"
          "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;"
          "text-align:left;vertical-align:top}.PASS{color:#17692d}.PART{color:#8a5a00}.FAIL{color:#a3161b}"
          ".SKIP{color:#555}small{color:#555}")
-
-
-def mark(r: Result) -> str:
-    """PASS, PART, FAIL or SKIP, as the text report says it (:func:`autograder.report.line`)."""
-    if r.skipped:
-        return "SKIP"
-    return "PASS" if r.passed else ("PART" if r.score > 0 else "FAIL")
 
 
 def page(o: Outcome, what: dict[str, str]) -> str:
