@@ -67,7 +67,7 @@ def grade(name: str) -> None:
 def _local_session():
     """The in-kernel session for hidden cells run outside grading: one per lab, so that the
     tiers of one measurement share it, and a fresh one once a graded function was redefined."""
-    from . import session
+    from .grader import session
     from .agent import _main_namespace
     from .labs import learner_names
     from .stash import STASH
@@ -93,7 +93,7 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
 
     from .checks import for_lab
     from .report import print_report
-    from .session import local
+    from .grader.session import local
     from .stash import STASH
 
     lab = lab or STASH.lab

@@ -75,8 +75,8 @@ def _start_ray(lab: str) -> None:
 
 def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degraded")) -> list[Calibration]:
     """Every tiered measurement of ``lab``, ``runs`` times for each of ``copies``, on fresh seeds."""
-    from .reference_process import namespace
-    from .session import Session
+    from .checks import reference as namespace
+    from .grader.session import Session
     from .transport import Learner
 
     reference = importlib.import_module(f"autograder.reference.lab{lab[:2]}")
@@ -105,8 +105,8 @@ def notes(lab: str) -> list[str]:
     module = importlib.import_module(module_for(lab))
     if not hasattr(module, "calibrate"):
         return []
-    from .reference_process import namespace
-    from .session import Session
+    from .checks import reference as namespace
+    from .grader.session import Session
     from .transport import Learner
 
     return list(module.calibrate(Session(lab, learner=Learner(namespace=namespace(lab)))))

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .labs import UnknownLab
-from .nbgrader_run import (DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S,
+from .grader.nbgrader_run import (DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S,
                            SetupError)
 
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SetupError(f"this is a student bundle: `{args.command}` needs the instructor's kit "
                                  "(the repository, with solutions/ and autograder/reference/)")
         if args.command == "grade":
-            from . import cohort
+            from .grader import cohort
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, sandboxed=not args.unsandboxed,
                               regrade=args.regrade, **lim)

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .nbgrader_run import cell_errors
+from .grader.nbgrader_run import cell_errors
 from .report import Outcome
 from .report import Result
 

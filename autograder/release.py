@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .nbgrader_run import KIT_ROOT, SetupError
+from .grader.nbgrader_run import KIT_ROOT, SetupError
 
 LEFT_OUT = ("reference", "__pycache__", "*.pyc")  # inside autograder/ and course/
 ANSWER_MARKS = ("### BEGIN SOLUTION", "### BEGIN HIDDEN TESTS", "autograder.grade(")

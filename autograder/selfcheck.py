@@ -18,8 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import nbgrader_run
-from .nbgrader_run import KIT_ROOT, SetupError
+from .grader import nbgrader_run
+from .grader.nbgrader_run import KIT_ROOT, SetupError
 from .report import Outcome
 from .report import print_report
 

@@ -29,7 +29,8 @@ ATTACKS["l01-skip-and-noop"] = dict(
     base=released(LAB), demos=False,
     after={"setup": ['''
 import autograder
-from autograder import agent, checks, session
+from autograder import agent, checks
+from autograder.grader import session
 from autograder.checks import lab01
 
 def _skip_graded(lines):  # every hidden test cell starts "# Graded (N points)": run `pass` instead

@@ -18,7 +18,8 @@ import attacks_lab02
 import attacks_lab03
 import attacks_lab04
 import attacks_lab05
-from autograder import checks, cohort
+from autograder import checks
+from autograder.grader import cohort
 from notebooks import extended, make_course, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # one cohort of ~14 submissions on 2 cores

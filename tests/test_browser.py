@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import processes, selfcheck
+from autograder import selfcheck
+
+from autograder.grader import processes
 from notebooks import ROOT, extended, released
 
 CHROMIUM = "/usr/bin/chromium"

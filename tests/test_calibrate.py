@@ -10,7 +10,7 @@ import pytest
 from autograder import calibrate, cli
 from autograder.checks import tiered
 from autograder.labs import learner_names
-from autograder.reference_process import namespace
+from autograder.checks import reference as namespace
 from autograder.selfcheck import labs
 from notebooks import extended
 

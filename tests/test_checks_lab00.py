@@ -9,7 +9,7 @@ import pytest
 
 from autograder.checks import lab00
 from autograder.reference import lab00 as reference
-from autograder.session import Session
+from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import backend
 

@@ -15,7 +15,7 @@ import ray
 
 from autograder.checks import lab01
 from autograder.reference import lab01 as reference
-from autograder.session import Session
+from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import backend, fleet, kernels
 

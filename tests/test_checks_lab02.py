@@ -19,7 +19,7 @@ from ray import cloudpickle
 
 from autograder.checks import lab02
 from autograder.reference import lab02 as ref
-from autograder.session import Session
+from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import faults
 

@@ -16,7 +16,7 @@ import pytest
 
 from autograder.checks import lab03
 from autograder.reference import lab03 as ref
-from autograder.session import Session
+from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import k8s, tenancy
 

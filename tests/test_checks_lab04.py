@@ -20,8 +20,8 @@ from ray import cloudpickle
 
 from autograder.checks import for_lab, lab04
 from autograder.reference import lab04 as ref
-from autograder.reference_process import namespace
-from autograder.session import Session
+from autograder.checks import reference as namespace
+from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import kernels, locality
 

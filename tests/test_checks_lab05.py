@@ -10,7 +10,7 @@ import pytest
 from autograder import selfcheck
 from autograder.checks import for_lab, lab05
 from autograder.reference import lab05 as ref
-from autograder.session import Session
+from autograder.grader.session import Session
 from notebooks import cell_source, variant
 
 LAB = "05_capstone"

@@ -212,7 +212,7 @@ def test_lab01_runs_on_a_token_cluster_with_logical_gpus(token_cluster, tmp_path
     kernel with ``RAY_ADDRESS``) on a two-node cluster whose nodes were started with 4 logical
     GPUs each: no cell raises, and the kernel's Ray is that cluster. Its grading
     does not use that cluster, by design: the grader starts a Ray of its own for each submission
-    (autograder/reference_process.py), so nothing on a shared cluster can reach the verdicts."""
+    (autograder/grader/reference_process.py), so nothing on a shared cluster can reach the verdicts."""
     import nbformat
     from nbclient import NotebookClient
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import cohort, nbgrader_run, scratch_course
-from autograder.nbgrader_run import SetupError
+from autograder.grader import cohort, nbgrader_run, scratch_course
+from autograder.grader.nbgrader_run import SetupError
 from autograder.report import Outcome
 from autograder.report import Result
 from notebooks import make_course, released, submit

@@ -10,7 +10,9 @@ import sqlite3
 
 import pytest
 
-from autograder import cli, cohort, nbgrader_run
+from autograder import cli
+
+from autograder.grader import cohort, nbgrader_run
 from notebooks import make_course, released, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # the module fixture grades six submissions

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from autograder import processes
+from autograder.grader import processes
 
 BOMB = """
 import os, subprocess, sys, time

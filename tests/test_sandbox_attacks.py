@@ -32,7 +32,7 @@ import pytest
 
 import attacks_os
 from attacks_os import MARK
-from autograder import cohort
+from autograder.grader import cohort
 from autograder.grader import sandbox
 from notebooks import extended, make_course, released, submit, variant
 
@@ -254,7 +254,7 @@ def test_lab00_attacker_keeps_its_own_points_and_the_honest_student_scores_full(
         assert row["sandbox"] == "bubblewrap"
     honest = lab00["course"] / "autograded" / HONEST / LAB00
     assert not list(honest.glob("*PWNED*")), "code the attacker planted ran in the honest student's kernel"
-    assert not list(honest.glob(f"os-attacks-*")), "the attacker's files reached the honest student's folder"
+    assert not list(honest.glob("os-attacks-*")), "the attacker's files reached the honest student's folder"
 
 
 def test_lab00_processes_of_the_grader_cannot_be_seen_signalled_reniced_traced_or_read(lab00):

@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 
-from autograder import nbgrader_run, seed
+from autograder import seed
+
+from autograder.grader import nbgrader_run
 
 
 def test_the_command_runs_again_without_the_seed_in_its_environment_block(tmp_path):

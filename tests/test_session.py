@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from autograder import channel
-from autograder.session import Session
+from autograder.grader.session import Session
 from autograder.transport import Callback, Learner, plain
 
 LAB = "00_measure"
@@ -187,14 +187,14 @@ def test_side_by_side_stops_early_only_after_two_slow_rounds():
 def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_grading(monkeypatch):
     """In a student bundle a check that needs the reference is SKIP, counted apart; while grading
     the same fault costs the check its points (a kit whose references vanished is not a skip)."""
-    from autograder import reference_process
+    from autograder import checks
     from autograder.report import total
-    from autograder.session import Session
+    from autograder.grader.session import Session
 
     def missing(lab):
-        raise reference_process.InstructorOnly("autograder.reference.lab00 is not in this install")
+        raise checks.InstructorOnly("autograder.reference.lab00 is not in this install")
 
-    monkeypatch.setattr("autograder.checks.lab00.namespace", missing)
+    monkeypatch.setattr("autograder.checks.lab00.reference", missing)
     local = Session("00_measure").run("batch-real-tier1")
     assert local.skipped and total([local]) == (0, 0) and "instructor" in local.message
     grading = Session("00_measure")

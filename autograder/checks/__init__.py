@@ -1,6 +1,6 @@
 """The checks, one module per lab, registered by lab id and check name.
 
-A check takes the grading :class:`~autograder.session.Session`, reaches learner code only
+A check takes the grading :class:`~autograder.grader.session.Session`, reaches learner code only
 through ``session.learner.call(...)`` (and the reference through ``session.reference``), and
 raises ``AssertionError`` with a one-line reason when a target is missed. It runs in the
 grader's process (docs/security/trust-boundary.md); its hidden test cell is
@@ -32,6 +32,25 @@ class Check:
 
 
 REGISTRY: dict[str, dict[str, Check]] = {}
+
+
+class InstructorOnly(Exception):
+    """A check needs the reference implementations, and this install has none (a student
+    bundle, ``python -m autograder release``): only the instructor's grading measures it."""
+
+
+def reference(lab: str) -> dict:
+    """The reference implementations of ``lab``, by the names the learner's notebook uses.
+
+    Raises :class:`InstructorOnly` in a student bundle, which leaves them out.
+    """
+    module = f"autograder.reference.lab{lab[:2]}"
+    try:
+        return vars(importlib.import_module(module))
+    except ModuleNotFoundError as exc:
+        if exc.name in ("autograder.reference", module):
+            raise InstructorOnly(f"{module} is not in this install") from None
+        raise
 
 
 @dataclass(frozen=True)

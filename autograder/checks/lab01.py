@@ -30,10 +30,10 @@ from course import fleet, kernels
 from ..labs.lab01 import LAB
 from ..targets import LAB01 as T
 from ..transport import Learner, named, stashed
-from . import register, tiers
+from . import reference, register, tiers
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..grader.session import Session
 
 ANTI_PATTERN = ("this is the 'ray.get in a loop' anti-pattern (Ray docs: \"Calling ray.get in a loop "
                 "harms parallelism\"): submit work to every actor first, then collect results as they "
@@ -385,11 +385,9 @@ def model_long_kernel(session):
 def calibrate(session: Session) -> list[str]:
     """The reference model against the reference fleet's measured sweep (the tiers are in
     calibrate's table)."""
-    from ..reference_process import namespace
-
     fleet.start()
     sweep = measure_sweep(session, session.reference)
-    ref = namespace(LAB)
+    ref = reference(LAB)
     t_o = ref["fit_overhead"](sweep.sizes, sweep.trivial)
     lines = []
     lines.append(f"per-call overhead (trivial calls, fitted) {t_o * 1e3:.3f} ms; trivial rates "

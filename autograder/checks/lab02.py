@@ -38,7 +38,7 @@ from ..transport import Callback, named, stashed
 from . import register
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..grader.session import Session
 
 
 # --- recovery latency ----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from ..transport import named
 from . import register, tiers
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..grader.session import Session
 
 
 def checked_options(opts, tenant: str) -> dict:

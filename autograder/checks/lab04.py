@@ -36,7 +36,7 @@ from ..transport import named, stashed
 from . import register, tiers
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..grader.session import Session
 
 
 # ---------------------------------------------------------------- the grader's shards

@@ -10,7 +10,7 @@ facts that the grader, the reference process and the learner's kernel all read -
 
 Its ``steps`` module, where the lab has one, holds the lab's own kit steps
 (:mod:`autograder.routines`), run in the kernel and in the reference process alike. Nothing
-here imports the grader's side (:mod:`autograder.checks`, :mod:`autograder.session`, the
+here imports the grader's side (:mod:`autograder.checks`, :mod:`autograder.grader.session`, the
 reference implementations): the learner's kernel imports this package while it is graded, and
 ``tests/test_layers.py`` holds the direction.
 """

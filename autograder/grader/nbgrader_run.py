@@ -4,10 +4,10 @@ Shared by ``check`` (a throw-away course around one learner notebook) and ``grad
 instructor's course directory). Each submission is graded in its own ``nbgrader`` process
 with a wall-clock limit, so a submission that hangs or kills its kernel costs its own grade
 and nothing else. This process serves the kernel's hidden test cells
-(:class:`autograder.session.Session` behind an :class:`autograder.channel.Endpoint`); its
+(:class:`autograder.grader.session.Session` behind an :class:`autograder.channel.Endpoint`); its
 verdicts, not what the kernel's cells reported, are the outcome, and every kernel pass it did
 not confirm is flagged. (A cohort records them in the real gradebook:
-:mod:`autograder.scratch_course`.)
+:mod:`autograder.grader.scratch_course`.)
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import seed
+from .. import seed
 from .processes import SAFE_PATH, Leftovers, not_ray, run_watched
-from .report import Outcome, Result
+from ..report import Outcome, Result
 
-KIT_ROOT = Path(__file__).resolve().parents[1]
+KIT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CELL_TIMEOUT_S = 240
 MAX_NOTEBOOK_BYTES = 64 * 2**20  # an autograded notebook read for messages; a bigger one is not read
 DEFAULT_SUBMISSION_TIMEOUT_S = 1800
@@ -39,7 +39,7 @@ CONFIG_ARG = f"--JupyterApp.config_file={GRADING_CONFIG.with_suffix('')}"  # nbg
 
 
 def cell_timeout(cell) -> int:
-    """nbclient's time limit for ``cell`` while autograding (see :mod:`autograder.grading_config`):
+    """nbclient's time limit for ``cell`` while autograding (see :mod:`autograder.grader.grading_config`):
     the submission's for a test cell (its source is the instructor's: nbgrader restores it
     from the gradebook, and it hands its check to the grader), the cell limit for the others."""
     meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -186,7 +186,7 @@ def cell_errors(autograded: Path) -> list[str]:
 def _error_value(output: dict) -> str:
     """An error output's message in one line: its first, or for a Ray task's error (whose
     first line is Ray's header, the failing task and its pid) the cause's, which comes last."""
-    from .harness import uncoloured
+    from ..harness import uncoloured
 
     lines = [ln for ln in uncoloured(output.get("evalue") or "").splitlines() if ln.strip()]
     if not lines:
@@ -197,7 +197,7 @@ def _error_value(output: dict) -> str:
 def static_findings(course: Path, assignment: str, student: str) -> list[str]:
     """The static check of the submitted notebook (:mod:`autograder.static_check`), read
     against the instructor's notebook so that edited cell metadata hides nothing."""
-    from . import static_check
+    from .. import static_check
 
     submitted = course / "submitted" / student / assignment
     source = next((p for d in ("solutions", "source") for p in [course / d / assignment / f"{assignment}.ipynb"]
@@ -261,7 +261,7 @@ def _sandbox_args(work: Path, course: Path, session, endpoint, group) -> tuple[l
     of its own, so it needs no network; a Ray lab's kernel shares the loopback of its Ray's
     sandbox and no other (:mod:`autograder.grader.kernel_launcher`).
     """
-    from .grader import kernel_launcher, sandbox, syscalls
+    from . import kernel_launcher, sandbox, syscalls
 
     sockets = work / "kernel"
     sockets.mkdir()
@@ -293,8 +293,8 @@ def _control_group(lab: str, memory_limit_gib: float | None):
     """The submission's control group (:mod:`autograder.grader.cgroup`): its sandboxes' memory,
     tmpfs included, under ``memory_limit_gib``, and their processes and threads under the
     sandbox's cap; ``None`` where this machine lets the grader make none."""
-    from .labs import needs_ray
-    from .grader import cgroup, sandbox
+    from ..labs import needs_ray
+    from . import cgroup, sandbox
 
     processes = sandbox.Limits().processes if needs_ray(lab) else sandbox.KERNEL_PROCESSES
     memory = int(memory_limit_gib * 2**30) if memory_limit_gib else None
@@ -313,8 +313,8 @@ def autograde(course: Path, assignment: str, student: str, *,
     """
     importlib.import_module("nbgrader.api")  # loaded before any learner code runs on this machine
 
-    from .channel import Endpoint
-    from .grader.sandbox import SANDBOX_GID
+    from ..channel import Endpoint
+    from .sandbox import SANDBOX_GID
     from .session import Session
 
     started = time.monotonic()

@@ -2,7 +2,7 @@
 
 ``COURSE_DIR`` is an nbgrader course laid out as usual (``nbgrader_config.py``, the source
 notebooks, ``submitted/<student>/<assignment>/``). Every submission is autograded in its own
-process and a scratch copy of the course (:mod:`autograder.scratch_course`), with a progress
+process and a scratch copy of the course (:mod:`autograder.grader.scratch_course`), with a progress
 bar; a broken, hanging or hostile submission is recorded as such and grading moves on. Only
 the grader's verdicts for that student and lab reach the real gradebook; if the course or the
 kit changed while a submission ran, it is put back and that submission scores 0. Scores go to a CSV.
@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from . import nbgrader_run, scratch_course
 from .nbgrader_run import SetupError
-from .report import Outcome, Result
+from ..report import Outcome, Result
 
 CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status", "failed_checks",
               "flags", "static_findings", "seconds", "seconds_late", "sandbox"]
@@ -151,7 +151,7 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     the seed: :mod:`autograder.grader.resume`) keeps its grade unless ``regrade``; so a run
     stopped half-way (Ctrl-C, a crash) continues where it stopped.
     """
-    from .grader import cohort_report, feedback, resume, sandbox
+    from . import cohort_report, feedback, resume, sandbox
 
     course = Path(course).resolve()
     pairs = submissions(course, assignment)
@@ -185,7 +185,7 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
               "run the same command again to grade the rest", file=sys.stderr)
         return 130
     write_csv(outcomes, csv_path)
-    from .checks import descriptions
+    from ..checks import descriptions
 
     what = {a: descriptions(a) for a in {o.assignment for o in outcomes}}
     pages = [p for p in (feedback.write(course, o, what[o.assignment]) for o in outcomes) if p]

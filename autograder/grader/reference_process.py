@@ -10,12 +10,11 @@ resources, :func:`course.fleet.start`); the learner's kernel joins it through
 ``RAY_ADDRESS``. So the grader's armed fleet, the learner's actors and the reference's
 actors share one cluster that the grader owns, and it ends with the submission.
 
-Run as ``python -m autograder.reference_process LAB`` by :class:`ReferenceProcess` only.
+Run as ``python -m autograder.grader.reference_process LAB`` by :class:`ReferenceProcess` only.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import secrets
@@ -26,32 +25,14 @@ import threading
 import types
 from pathlib import Path
 
-from .channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
-from .grader.sandbox import SANDBOX_GID
+from ..channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
+from .sandbox import SANDBOX_GID
 from .processes import SAFE_PATH
-from .seed import without
+from ..checks import reference
+from ..seed import without
 
 START_TIMEOUT_S = 120.0
 SOURCES_FD_ENV = "AUTOGRADER_REFERENCE_FD"  # a sandboxed process reads its reference code from this fd
-
-
-class InstructorOnly(Exception):
-    """A check needs the reference implementations, and this install has none (a student
-    bundle, ``python -m autograder release``): only the instructor's grading measures it."""
-
-
-def namespace(lab: str) -> dict:
-    """The reference implementations of ``lab``, by the names the learner's notebook uses.
-
-    Raises :class:`InstructorOnly` in a student bundle, which leaves them out.
-    """
-    module = f"autograder.reference.lab{lab[:2]}"
-    try:
-        return vars(importlib.import_module(module))
-    except ModuleNotFoundError as exc:
-        if exc.name in ("autograder.reference", module):
-            raise InstructorOnly(f"{module} is not in this install") from None
-        raise
 
 
 class ReferenceProcess:
@@ -64,7 +45,7 @@ class ReferenceProcess:
 
     def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None, share: tuple[str, ...] = (),
                  cgroup: tuple[str, ...] = ()):
-        from .transport import Learner
+        from ..transport import Learner
 
         self._ready, self._done = threading.Event(), threading.Event()
         self._conn = None
@@ -92,7 +73,7 @@ class ReferenceProcess:
             raise RuntimeError(f"the reference process did not start: {self.log()[-500:]}")
         self.remote = Learner(self._conn)
         if ray:
-            from .labs import ray_start
+            from ..labs import ray_start
 
             self.ray_env["RAY_ADDRESS"] = self.remote.kit.address(ray_start(lab), what="starting the lab's Ray",
                                                                   returns="string", timeout_s=START_TIMEOUT_S)
@@ -112,7 +93,7 @@ class ReferenceProcess:
         the grader -- ``folder`` (its sockets and kernelspec), ``share`` (the notebook's folder,
         its endpoint) -- is bound here too, at the same paths.
         """
-        from .grader import sandbox
+        from . import sandbox
 
         shared = folder / "ray"
         shared.mkdir(exist_ok=True)
@@ -157,7 +138,7 @@ class ReferenceProcess:
 def sources_fd(lab: str) -> int:
     """A memory file holding the reference package's code for ``lab`` (JSON: module name → source),
     for a sandboxed reference process whose sandbox does not show ``autograder/reference``."""
-    package = Path(__file__).resolve().parent / "reference"
+    package = Path(__file__).resolve().parents[1] / "reference"
     modules = {"autograder.reference": package / "__init__.py",
                f"autograder.reference.lab{lab[:2]}": package / f"lab{lab[:2]}.py"}
     fd = os.memfd_create("autograder-reference", 0)
@@ -192,8 +173,8 @@ def load_sources() -> None:
 
 def main(lab: str) -> None:
     """Serve the grader's requests on the reference implementations until it says bye."""
-    from . import agent, channel, labs
-    from .grader import ray_job
+    from .. import agent, channel, labs
+    from . import ray_job
 
     ray_job.install()  # this process and its Ray job's workers: not traceable, memory not readable
     conn = channel.connect()
@@ -201,7 +182,7 @@ def main(lab: str) -> None:
         os.environ.pop(name, None)                       # whose workers run learner code in Ray labs
     load_sources()  # a sandboxed reference process: its reference code, handed over
     labs.load_steps(lab)  # the lab's own kit steps, if it has any
-    names = namespace(lab)
+    names = reference(lab)
     callback = agent.callback_for(conn)
     try:
         while True:

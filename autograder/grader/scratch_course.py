@@ -21,7 +21,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .report import Result
+from ..report import Result
 
 GRADEBOOK = "gradebook.db"
 

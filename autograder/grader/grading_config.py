@@ -9,7 +9,7 @@ such a cell gets the whole submission's time limit, not the cell limit meant for
 notebook's own cells: a measurement that outlasts the cell limit is not cut off halfway.
 """
 
-from autograder.nbgrader_run import cell_timeout
+from autograder.grader.nbgrader_run import cell_timeout
 
 c = get_config()  # noqa: F821 -- traitlets provides it to a config file
 c.Execute.timeout_func = cell_timeout

@@ -17,20 +17,20 @@ import secrets
 import threading
 from typing import Any, Callable
 
-from .channel import ProtocolError, recv, send
-from .reference_process import InstructorOnly
-from .seed import base as seed_base
-from .report import Result
-from .targets import call_timeout_s
+from ..channel import ProtocolError, recv, send
+from ..checks import InstructorOnly, reference
+from ..seed import base as seed_base
+from ..report import Result
+from ..targets import call_timeout_s
 
-from .transport import GRACE_S, Learner
+from ..transport import GRACE_S, Learner
 
 
 class Session:
     """One grading run of one notebook of ``lab``: seed, memo, and the grader's verdicts."""
 
     def __init__(self, lab: str, *, seed: int | None = None, learner: Learner | None = None):
-        from .checks import for_lab
+        from ..checks import for_lab
 
         self.lab = lab
         self.checks = for_lab(lab)
@@ -52,10 +52,10 @@ class Session:
         Labs whose checks use Ray get a reference process that starts the lab's Ray; the
         kernel joins it (``RAY_ADDRESS`` and this Ray's own token). Other labs need nothing.
         With ``sandbox_dir`` that process and its Ray run in a sandbox of their own
-        (:meth:`autograder.reference_process.ReferenceProcess._sandboxed`), in the submission's
+        (:meth:`autograder.grader.reference_process.ReferenceProcess._sandboxed`), in the submission's
         control group ``cgroup`` (its ``cgroup.procs`` files), where there is one.
         """
-        from .labs import needs_ray
+        from ..labs import needs_ray
         from .reference_process import ReferenceProcess
 
         self._grading = True
@@ -86,9 +86,8 @@ class Session:
         if self._process is not None:
             return self._process.remote
         if self._reference is None:
-            from .reference_process import namespace
 
-            self._reference = Learner(namespace=namespace(self.lab))
+            self._reference = Learner(namespace=reference(self.lab))
         return self._reference
 
     _reference: Learner | None = None
@@ -129,7 +128,7 @@ class Session:
 
     def memo(self, key, measure: Callable[[], Any]):
         """Run ``measure()`` once per key in this run (tiers share one measurement)."""
-        from .harness import memo
+        from ..harness import memo
 
         return memo(self._memo, key, measure)
 
@@ -205,7 +204,7 @@ def local(lab: str | None = None, namespace: dict | None = None) -> Session:
     Fresh each time, so a learner who fixes a function and checks again is measured again.
     Learner names are looked up in ``namespace`` (default: the notebook's globals).
     """
-    from .stash import STASH
+    from ..stash import STASH
 
     lab = lab or STASH.lab
     if lab is None:
