@@ -44,6 +44,11 @@ def parser() -> argparse.ArgumentParser:
                    help="grade every submission again, also those unchanged since they were graded")
     g.add_argument("--unsandboxed", action="store_true",
                    help="grade without the OS sandbox where none can be made (grades.csv says sandbox=none)")
+    side = g.add_mutually_exclusive_group()
+    side.add_argument("--workers", type=int, metavar="N",
+                      help="grade N submissions side by side on this machine, each on its own cores (a local Ray)")
+    side.add_argument("--ray", metavar="ADDRESS",
+                      help="grade in the grading slots of the Ray cluster at ADDRESS (docs: instructors/cluster)")
     limits(g)
 
     h = sub.add_parser("report", help="write the cohort report (HTML) from what grade recorded")
@@ -84,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             from .grader import cohort
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, sandboxed=not args.unsandboxed,
-                              regrade=args.regrade, **lim)
+                              regrade=args.regrade, workers=args.workers, ray_address=args.ray, **lim)
         if args.command == "report":
             from .grader import cohort_report
 

@@ -126,12 +126,41 @@ def _words(path: Path) -> list[str]:
         return []
 
 
-def create(*, memory_bytes: int | None, processes: int, name: str = "autograder") -> Cgroup | None:
+def _cpuset_parent(parents: tuple[Path, ...]) -> Path | None:
+    """Where a ``cpuset`` group can be made next to ``parents``: the v2 folder itself when its
+    subtree has the controller, else this process's v1 ``cpuset`` hierarchy; ``None`` if neither."""
+    if len(parents) == 1:  # v2: one folder, the controller enabled for its subtree
+        try:
+            return parents[0] if "cpuset" in (parents[0] / "cgroup.subtree_control").read_text().split() else None
+        except OSError:
+            return None
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, names, path = line.split(":", 2)
+            if "cpuset" in names.split(","):
+                folder = ROOT / "cpuset" / path.lstrip("/")
+                return folder if os.access(folder, os.W_OK) else None
+    except OSError:
+        pass
+    return None
+
+
+def create(*, memory_bytes: int | None, processes: int, cpus: tuple[int, ...] = (),
+           name: str = "autograder") -> Cgroup | None:
     """A new group capped at ``memory_bytes`` (no swap beyond it; ``None``: no memory cap) and
-    ``processes`` processes and threads; ``None`` where this machine lets the grader make none."""
+    ``processes`` processes and threads; ``None`` where this machine lets the grader make none.
+
+    ``cpus``: the group's processes may run on these cores only (a grading slot,
+    :mod:`autograder.grader.slots`), enforced by the ``cpuset`` controller, so that learner code
+    cannot widen its own affinity onto another slot's cores; where the controller cannot be
+    written the slot's affinity alone holds them (which a process may widen).
+    """
     parents = _hierarchies()
     if parents is None:
         return None
+    cpuset = _cpuset_parent(parents) if cpus else None
+    if cpuset is not None and cpuset not in parents:
+        parents = (*parents, cpuset)
     folders = tuple(p / f"{name}-{secrets.token_hex(4)}" for p in parents)
     made: list[Path] = []
     try:
@@ -144,6 +173,11 @@ def create(*, memory_bytes: int | None, processes: int, name: str = "autograder"
             _limit(folders, ("memory.swap.max",), "0", optional=True)
             _limit(folders, ("memory.memsw.limit_in_bytes",), str(memory_bytes), optional=True)
         _limit(folders, ("pids.max",), str(processes))
+        if cpuset is not None:  # v1 wants both set before a process may join
+            _limit(folders, ("cpuset.cpus",), ",".join(map(str, sorted(cpus))))
+            mems = next(((f.parent / "cpuset.effective_mems").read_text().strip() for f in folders
+                         if (f.parent / "cpuset.effective_mems").exists()), "0")
+            _limit(folders, ("cpuset.mems",), mems)
     except OSError:
         for folder in made:
             try:

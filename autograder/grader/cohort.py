@@ -64,6 +64,14 @@ def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **l
     except Exception as exc:  # whatever the submission left for the grader to trip on costs only its own grade
         outcome = Outcome(student, assignment, error=f"grading failed: {type(exc).__name__}: {str(exc)[:300]}",
                           log=traceback.format_exc())
+    return settle(course, outcome, left_out, left_behind, changed)
+
+
+def settle(course: Path, outcome: Outcome, left_out: list[str], left_behind: list[str],
+           changed: list[str]) -> Outcome:
+    """A graded submission's last steps, in the process that started ``grade``: what was not
+    graded or not brought back, a zero for a submission that changed the course or the kit,
+    the log next to the autograded notebook, and the grade in the real gradebook."""
     outcome.findings += [f"submitted file not graded (only the notebook is): {f}" for f in left_out]
     outcome.findings += [f"autograded file not kept (a link, pipe or device, or too large): {f}" for f in left_behind]
     if changed:
@@ -74,7 +82,7 @@ def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **l
         outcome.log += f"\n[autograder | put back] {' '.join(changed)}"
     keep_log(course, outcome)
     if outcome.results:
-        late = scratch_course.record(course, assignment, student, outcome.results)
+        late = scratch_course.record(course, outcome.assignment, outcome.student, outcome.results)
         outcome.seconds_late, outcome.late_penalty = late.seconds, late.penalty
     return outcome
 
@@ -142,22 +150,29 @@ def _no_bytecode():
 
 
 def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None,
-        sandboxed: bool = True, regrade: bool = False, **limits) -> int:
+        sandboxed: bool = True, regrade: bool = False, workers: int | None = None, ray_address: str | None = None,
+        **limits) -> int:
     """Grade every submission; exit code 0 when all were graded, 1 when any failed to grade.
 
     Each submission runs in the sandbox (:mod:`autograder.grader.sandbox`); where none can be
     made this refuses, unless ``sandboxed=False`` (``--unsandboxed``), which the CSV records.
     A submission graded before under the same fingerprint (its files, the kit, the limits and
     the seed: :mod:`autograder.grader.resume`) keeps its grade unless ``regrade``; so a run
-    stopped half-way (Ctrl-C, a crash) continues where it stopped.
+    stopped half-way (Ctrl-C, a crash) continues where it stopped. ``workers`` (a local Ray with
+    that many grading slots) or ``ray_address`` (a cluster's) grade side by side
+    (:mod:`autograder.grader.pool`); this process still writes every grade.
     """
     from . import cohort_report, feedback, resume, sandbox
 
     course = Path(course).resolve()
     pairs = submissions(course, assignment)
+    side_by_side = bool(ray_address) or (workers or 1) > 1
     if sandboxed and (why := sandbox.unavailable()):
         raise SetupError(f"grade runs every submission in a sandbox, and none can be made here: {why}. "
                          "Pass --unsandboxed to grade without one (grades.csv then says sandbox=none)")
+    if side_by_side and not sandboxed:
+        raise SetupError("--workers and --ray grade in sandboxes only: without one, gradings side by side "
+                         "share the network ports of their Rays and each other's files")
     if not sandboxed:
         print("warning: grading without a sandbox: learner code runs as you, with your files and processes in reach")
     limits["sandboxed"] = sandboxed
@@ -168,22 +183,36 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     kit = resume.kit_fingerprint()
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
     try:
-        with _no_bytecode():
-            for student, a in tqdm(pairs, desc="grading", unit="submission"):
+        with _no_bytecode(), tqdm(total=len(pairs), desc="grading", unit="submission") as progress:
+            todo = []
+            for student, a in pairs:
                 mark = resume.fingerprint(course, student, a, kit, limits)
                 outcome = None if regrade else resume.load(course, student, a, mark)
                 if outcome is None:
-                    outcome = grade_one(course, student, a, gradebook, **limits)
-                    resume.save(course, outcome, mark)
-                    tqdm.write(summary(outcome))
+                    todo.append((student, a, mark))
                 else:
                     kept += 1
+                    outcomes.append(outcome)
+                    progress.update()
+
+            def done(outcome: Outcome, mark: str) -> None:
+                resume.save(course, outcome, mark)
+                tqdm.write(summary(outcome))
                 outcomes.append(outcome)
+                progress.update()
+
+            if side_by_side:
+                _grade_side_by_side(course, todo, gradebook, limits, kit, workers, ray_address, done, progress)
+            else:
+                for student, a, mark in todo:
+                    done(grade_one(course, student, a, gradebook, **limits), mark)
     except KeyboardInterrupt:
         write_csv(outcomes, csv_path)
         print(f"interrupted: {len(outcomes)} of {len(pairs)} submissions are in {csv_path}; "
               "run the same command again to grade the rest", file=sys.stderr)
         return 130
+    order = {pair: k for k, pair in enumerate(pairs)}
+    outcomes.sort(key=lambda o: order[(o.student, o.assignment)])  # finished in any order, listed as found
     write_csv(outcomes, csv_path)
     from ..checks import descriptions
 
@@ -194,3 +223,19 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
           + (f"; {kept} unchanged since graded kept their grade, --regrade grades them again" if kept else "") + ")")
     print(f"wrote {len(pages)} feedback page(s) (feedback/<student>/<assignment>/{feedback.NAME}) and {report}")
     return 1 if any(o.error for o in outcomes) else 0
+
+
+def _grade_side_by_side(course, todo, gradebook, limits, kit, workers, ray_address, done, progress) -> None:
+    """The submissions of ``todo`` graded in a Ray cluster's grading slots (:mod:`autograder.grader.pool`)."""
+    import ray
+
+    from .. import seed
+    from . import pool
+
+    pool.start(workers, ray_address)
+    try:
+        for line in pool.nodes(kit, limits["sandboxed"]):
+            tqdm.write(line)
+        pool.grade(course, todo, gradebook, limits, kit, seed.base() or "", done, progress)
+    finally:
+        ray.shutdown()  # a local Ray stops; a cluster is only left

@@ -289,27 +289,30 @@ def _sandbox_args(work: Path, course: Path, session, endpoint, group) -> tuple[l
     return ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}"], env
 
 
-def _control_group(lab: str, memory_limit_gib: float | None):
+def _control_group(lab: str, memory_limit_gib: float | None, cpus: tuple[int, ...] = ()):
     """The submission's control group (:mod:`autograder.grader.cgroup`): its sandboxes' memory,
-    tmpfs included, under ``memory_limit_gib``, and their processes and threads under the
-    sandbox's cap; ``None`` where this machine lets the grader make none."""
+    tmpfs included, under ``memory_limit_gib``, their processes and threads under the
+    sandbox's cap, and (in a grading slot) their cores to ``cpus``; ``None`` where this machine
+    lets the grader make none."""
     from ..labs import needs_ray
     from . import cgroup, sandbox
 
     processes = sandbox.Limits().processes if needs_ray(lab) else sandbox.KERNEL_PROCESSES
     memory = int(memory_limit_gib * 2**30) if memory_limit_gib else None
-    return cgroup.create(memory_bytes=memory, processes=processes)
+    return cgroup.create(memory_bytes=memory, processes=processes, cpus=cpus)
 
 
 def autograde(course: Path, assignment: str, student: str, *,
               cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
               timeout_s: float = DEFAULT_SUBMISSION_TIMEOUT_S,
               memory_limit_gib: float | None = DEFAULT_MEMORY_LIMIT_GIB,
-              sandboxed: bool = False) -> Outcome:
+              sandboxed: bool = False, cpus: tuple[int, ...] = ()) -> Outcome:
     """Grade one submission with real ``nbgrader autograde`` and return its outcome.
 
     ``sandboxed``: the kernel, and for a Ray lab the lab's Ray, run in OS sandboxes
     (:mod:`autograder.grader.sandbox`); the caller has checked that one can be made.
+    ``cpus``: the cores of the grading slot this runs in (:mod:`autograder.grader.slots`): the
+    sandboxes' control group holds them there.
     """
     importlib.import_module("nbgrader.api")  # loaded before any learner code runs on this machine
 
@@ -324,7 +327,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     endpoint = Endpoint(session.serve, gid=SANDBOX_GID if sandboxed else None)
     leftovers = Leftovers()
     work = Path(tempfile.mkdtemp(prefix="autograder-sandbox-")) if sandboxed else None
-    group = _control_group(session.lab, memory_limit_gib) if sandboxed else None
+    group = _control_group(session.lab, memory_limit_gib, cpus) if sandboxed else None
     if work is not None:
         os.chmod(work, 0o755)  # sandboxes pass through it to their own folders inside
     try:

@@ -181,7 +181,8 @@ class Untouchable:
     rewrite the copy too. Changes made and undone while the submission runs are not seen.
     """
 
-    def __init__(self, course: Path, kit: Path):
+    def __init__(self, course: Path | None, kit: Path):
+        """``course=None``: the kit only (a grading slot, where the course is not on this machine)."""
         self.roots = {"course": course, "kit": kit}
         self.files = self._read()
 
@@ -193,9 +194,9 @@ class Untouchable:
         its source), and the ``.pth`` and ``*customize.py`` files of site-packages, which
         every Python process runs at start."""
         course, kit = self.roots["course"], self.roots["kit"]
-        for p in sorted(course.iterdir()):  # a folder that appears here is a planted package
+        for p in sorted(course.iterdir()) if course else ():  # a folder that appears here is a planted package
             yield "course", p
-        for folder in ("submitted", "autograded", ".autograder"):  # .autograder: what was graded (resume)
+        for folder in ("submitted", "autograded", ".autograder") if course else ():  # .autograder: resume's
             for p in sorted((course / folder).rglob("*")) if (course / folder).is_dir() else ():
                 if not p.is_dir() or p.is_symlink():
                     yield "course", p

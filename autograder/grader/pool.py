@@ -1,0 +1,133 @@
+"""``grade --workers N`` and ``grade --ray ADDRESS``: a cohort graded side by side, one
+grading per slot of a Ray cluster.
+
+``--workers N`` starts a Ray of its own on this machine offering N grading slots;
+``--ray ADDRESS`` joins a running cluster whose nodes offer them (``ray start ...
+--resources='{"autograder_slot": K}'``, KubeRay's ``rayStartParams`` alike). Each submission
+is one Ray task (:func:`autograder.grader.slot_worker.grade`) that asks for one slot and no
+CPUs of Ray's accounting: a slot is a set of cores (:mod:`autograder.grader.slots`), and the
+grading inside it starts its own processes and, for a Ray lab, its own Ray in its sandbox.
+
+Ray does the scheduling and the retries: a worker or node lost mid-grading puts the task back
+(``max_retries``), and the retry grades the submission from the start. This process stays the
+one writer: a result is settled into the gradebook and recorded for ``resume`` once, when its
+task returns, so a submission has one row however often it ran.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..report import Outcome
+from . import scratch_course, slot_worker
+from .nbgrader_run import SetupError
+from .resume import RETRY_MARK
+from .slots import RESOURCE
+
+MAX_RETRIES = 3  # a lost worker or node; a grading that fails on its own is not retried
+
+
+def start(workers: int | None, address: str | None) -> None:
+    """Connect to the cluster at ``address``, or start a local Ray with ``workers`` slots."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if address:
+        ray.init(address=address, **quiet)
+        return
+    ray.init(address="local", num_cpus=os.cpu_count(), resources={RESOURCE: workers},
+             object_store_memory=100 * 2**20, **quiet)
+
+
+def nodes(kit: str, sandboxed: bool) -> list[str]:
+    """Every live node that offers slots, checked before anything is graded: the same kit as
+    here, and a sandbox where one is required. Lines saying what each offers."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    offering = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get(RESOURCE, 0) > 0]
+    if not offering:
+        raise SetupError(f"no node of this Ray cluster offers grading slots: start each node with "
+                         f"ray start ... --resources='{{\"{RESOURCE}\": N}}'")
+    probe = ray.remote(_node_facts).options(num_cpus=0)
+    facts = ray.get([probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
+                     for n in offering])
+    problems, lines = [], []
+    for n, (ip, node_kit, no_sandbox, cores) in zip(offering, facts):
+        slots = int(n["Resources"][RESOURCE])
+        lines.append(f"node {ip}: {slots} slot(s), {cores} core(s) here")
+        if node_kit != kit:
+            problems.append(f"node {ip} runs other grading code than this machine (install the same kit version)")
+        if sandboxed and no_sandbox:
+            problems.append(f"node {ip} cannot make the sandbox: {no_sandbox}")
+    if problems:
+        raise SetupError("; ".join(problems))
+    return lines
+
+
+def _node_facts() -> tuple[str, str, str | None, int]:
+    """What a node says about itself: its address, its kit, why it has no sandbox, its cores."""
+    import ray
+
+    from . import resume, sandbox
+
+    return ray.util.get_node_ip_address(), resume.kit_fingerprint(), sandbox.unavailable(), len(os.sched_getaffinity(0))
+
+
+def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limits: dict, kit: str, seed: str,
+          done: Callable[[Outcome, str], None], progress) -> None:
+    """Grade ``jobs`` -- (student, assignment, fingerprint) -- in slots; ``done(outcome,
+    fingerprint)`` once per submission, in this process, as each finishes."""
+    import ray
+
+    from .cohort import settle
+
+    task = ray.remote(slot_worker.grade).options(num_cpus=0, resources={RESOURCE: 1}, max_retries=MAX_RETRIES,
+                                                 retry_exceptions=False)
+    window = 2 * int(ray.cluster_resources().get(RESOURCE, 1))  # jobs sent ahead: each holds a notebook
+    waiting, running = list(jobs), {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < window:
+                student, assignment, mark = waiting.pop(0)
+                job, left_out = _job(course, student, assignment, gradebook, limits, kit, seed)
+                running[task.remote(job)] = (student, assignment, mark, left_out)
+            progress.set_postfix_str(f"{min(len(running), window // 2)} grading, {len(waiting) + len(running)} to go")
+            ready, _ = ray.wait(list(running), num_returns=1)
+            student, assignment, mark, left_out = running.pop(ready[0])
+            try:
+                graded = ray.get(ready[0])
+            except Exception as exc:  # the task failed past its retries: Ray's, the node's or the grader's fault
+                outcome = Outcome(student, assignment, error=f"grading failed in its slot ({type(exc).__name__}: "
+                                  f"{str(exc)[:300]}); {RETRY_MARK}", log=str(exc), sandboxed=limits.get("sandboxed", False))
+                done(outcome, mark)
+                continue
+            graded.outcome.log += f"\n[autograder | slot] node {graded.node}, slot {graded.slot}, cores {graded.cores}"
+            left_behind = _bring_back(course, student, assignment, graded)
+            done(settle(course, graded.outcome, left_out, left_behind, graded.changed), mark)
+    finally:
+        for ref in running:  # Ctrl-C or an error here: nothing keeps grading in the background
+            ray.cancel(ref, force=True)
+
+
+def _job(course, student, assignment, gradebook, limits, kit, seed) -> tuple[slot_worker.Job, list[str]]:
+    """The scratch course of one submission, as a job any node can grade; and the submitted files left out."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="autograder-job-") as tmp:
+        scratch, left_out = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
+        files = slot_worker.pack(scratch)
+    return slot_worker.Job(student, assignment, files, limits, kit, seed or ""), left_out
+
+
+def _bring_back(course: Path, student: str, assignment: str, graded) -> list[str]:
+    """The slot's autograded files into the real course (through ``bring_back``'s own checks)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="autograder-back-") as tmp:
+        slot_worker.unpack(graded.files, Path(tmp) / "autograded" / student / assignment)
+        return graded.left_behind + scratch_course.bring_back(Path(tmp), course, student, assignment)

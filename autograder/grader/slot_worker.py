@@ -1,0 +1,143 @@
+"""One submission's grading in a grading slot, on whichever Ray node has a free one.
+
+The cohort run (:mod:`autograder.grader.pool`) sends a :class:`Job`: the scratch course's few
+files as bytes (``nbgrader_config.py``, the template gradebook, the submitted notebook), never
+a path into the real course, which may be on another machine. :func:`grade` runs as a Ray
+task: it claims a slot's cores (:mod:`autograder.grader.slots`), writes the scratch course into
+a folder of its own, and grades it in a fresh process of its own
+(``python -m autograder.grader.slot_worker FOLDER``), pinned to those cores, with the Ray
+task's ``RAY_*`` variables left out so that the lab's own Ray knows nothing of this one. That
+process dies with the task (``PR_SET_PDEATHSIG``): a worker killed half-way leaves no
+grading running, and Ray's retry grades the submission again from the start.
+
+What comes back is plain data (:class:`Graded`): the outcome and the autograded notebook's
+files. Only the process that started ``grade`` writes the gradebook, the CSV and the report.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..report import Outcome
+from . import scratch_course
+from .processes import SAFE_PATH
+
+PR_SET_PDEATHSIG = 1
+
+
+class KitMismatch(RuntimeError):
+    """A node runs other grading code than the machine that started ``grade``."""
+
+
+@dataclass
+class Job:
+    """What one grading needs, as plain data."""
+
+    student: str
+    assignment: str
+    files: dict[str, bytes]          # the scratch course, by path relative to it
+    limits: dict
+    kit: str                         # the grading code's fingerprint on the machine that sent it
+    seed: str = ""                   # the instructor's AUTOGRADER_SEED, if set (in a private file, never the environment)
+
+
+@dataclass
+class Graded:
+    """What a slot hands back: the outcome, the autograded folder's files, and where it ran."""
+
+    outcome: Outcome
+    files: dict[str, bytes] = field(default_factory=dict)
+    left_behind: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)   # kit files the grading changed (put back)
+    node: str = ""
+    slot: int = 0
+    cores: tuple[int, ...] = ()
+
+
+def pack(scratch: Path) -> dict[str, bytes]:
+    """The scratch course's files (a handful of small regular files) as bytes."""
+    return {str(p.relative_to(scratch)): p.read_bytes() for p in sorted(scratch.rglob("*")) if p.is_file()}
+
+
+def unpack(files: dict[str, bytes], root: Path) -> None:
+    """Write ``files`` (relative paths, from :func:`pack` or a slot) under ``root``."""
+    for rel, data in files.items():
+        path = root / rel
+        if path.resolve().is_relative_to(root.resolve()):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+
+def grade(job: Job) -> Graded:
+    """The Ray task: claim a slot, grade the job in a process of its own there, hand back the result."""
+    import ray
+
+    from . import resume, slots
+
+    if resume.kit_fingerprint() != job.kit:
+        raise KitMismatch(f"node {ray.util.get_node_ip_address()} runs other grading code than the machine that "
+                          "started grade: install the same version of the kit on every node")
+    slot = slots.claim(slots.on_this_machine())
+    try:
+        with tempfile.TemporaryDirectory(prefix="autograder-slot-") as tmp:
+            root = Path(tmp)
+            unpack(job.files, root / "course")
+            (root / "job.pickle").write_bytes(pickle.dumps((job, slot.cores)))
+            env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            done = subprocess.run([sys.executable, *SAFE_PATH, "-m", __name__, str(root)], env=env,
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            if done.returncode != 0 or not (root / "graded.pickle").exists():
+                raise RuntimeError(f"the grading process ended with code {done.returncode}: {done.stderr[-1500:]}")
+            graded: Graded = pickle.loads((root / "graded.pickle").read_bytes())
+    finally:
+        slot.release()
+    graded.node, graded.slot, graded.cores = ray.util.get_node_ip_address(), slot.index, slot.cores
+    return graded
+
+
+def _die_with_parent() -> None:
+    """This process gets SIGKILL when the Ray worker that started it dies."""
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
+
+
+def main(root: Path) -> None:
+    """The grading process: the scratch course under ``root`` graded on the slot's cores."""
+    from .. import seed
+    from . import nbgrader_run
+
+    _die_with_parent()
+    job, cores = pickle.loads((root / "job.pickle").read_bytes())
+    seed.handed(job.seed)
+    os.sched_setaffinity(0, cores)
+    sys.dont_write_bytecode = True
+    scratch = root / "course"
+    untouchable = scratch_course.Untouchable(None, nbgrader_run.KIT_ROOT)
+    try:
+        outcome = nbgrader_run.autograde(scratch, job.assignment, job.student, cpus=cores, **job.limits)
+    finally:
+        changed = untouchable.restore()
+    folder = scratch / "autograded" / job.student / job.assignment
+    files, left = {}, []
+    with tempfile.TemporaryDirectory(prefix="autograder-back-") as tmp:  # bring_back's checks, then read
+        left = scratch_course.bring_back(scratch, Path(tmp), job.student, job.assignment) if folder.is_dir() else []
+        back = Path(tmp) / "autograded" / job.student / job.assignment
+        if back.is_dir():
+            files = {str(p.relative_to(back)): p.read_bytes() for p in sorted(back.rglob("*")) if p.is_file()}
+    graded = Graded(outcome, files, left, changed)
+    (root / "graded.pickle").write_bytes(pickle.dumps(graded))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,77 @@
+"""Grading slots: the cores of one machine, split so that gradings running side by side never
+share one.
+
+Ray decides *how many* gradings run on a node at once: each asks for one unit of the custom
+resource :data:`RESOURCE`, and a node offers as many as it has slots (``ray start
+--resources='{"autograder_slot": 2}'``; ``grade --workers N`` starts a local Ray with N).
+This module decides *which* cores a grading gets. The cores this process may run on are cut
+into as many equal sets as all the Ray nodes on this machine offer slots together, and a
+grading takes the first free set by locking that set's file (``flock``). The kernel releases
+a lock when its holder dies, so a grading killed half-way frees its cores for the retry.
+CodeGrade reserves one core per container the same way (``cpuset.cpus``), so that one
+submission's load does not bend another's timings.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+RESOURCE = "autograder_slot"
+LOCKS = Path(tempfile.gettempdir()) / "autograder-slots"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One claimed set of cores; the lock file descriptor holds it until :meth:`release`."""
+
+    index: int
+    cores: tuple[int, ...]
+    fd: int
+
+    def release(self) -> None:
+        os.close(self.fd)
+
+
+def split(cores: list[int], n: int) -> list[tuple[int, ...]]:
+    """``cores`` cut into ``n`` contiguous, equal-as-possible sets; with fewer cores than sets,
+    sets share cores round-robin (the timings then are not fair, which ``calibrate`` shows)."""
+    cores = sorted(cores)
+    if n <= len(cores):
+        size, extra = divmod(len(cores), n)
+        out, start = [], 0
+        for k in range(n):
+            end = start + size + (k < extra)
+            out.append(tuple(cores[start:end]))
+            start = end
+        return out
+    return [(cores[k % len(cores)],) for k in range(n)]
+
+
+def claim(total: int, locks: Path = LOCKS) -> Slot:
+    """The first free one of ``total`` slots on this machine, locked for this process."""
+    locks.mkdir(mode=0o700, parents=True, exist_ok=True)
+    sets = split(list(os.sched_getaffinity(0)), total)
+    for k in range(total):
+        fd = os.open(locks / f"slot-{k}-of-{total}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return Slot(k, sets[k], fd)
+    raise RuntimeError(f"all {total} grading slots of this machine are taken: more gradings run here than "
+                       f"its Ray nodes offer {RESOURCE} units (is another cohort run using the same cores?)")
+
+
+def on_this_machine() -> int:
+    """How many slots all the live Ray nodes on this machine offer together (several nodes of
+    one cluster may share a machine, as ``ray.cluster_utils.Cluster`` and the CI test do)."""
+    import ray
+
+    here = ray.util.get_node_ip_address()
+    return int(sum(n["Resources"].get(RESOURCE, 0) for n in ray.nodes()
+                   if n["Alive"] and n["NodeManagerAddress"] == here)) or 1
