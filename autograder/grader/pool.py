@@ -53,7 +53,7 @@ def nodes(kit: str, sandboxed: bool) -> list[str]:
     if not offering:
         raise SetupError(f"no node of this Ray cluster offers grading slots: start each node with "
                          f"ray start ... --resources='{{\"{RESOURCE}\": N}}'")
-    probe = ray.remote(_node_facts).options(num_cpus=0)
+    probe = ray.remote(num_cpus=0)(_node_facts)
     facts = ray.get([probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
                      for n in offering])
     problems, lines = [], []
@@ -86,8 +86,8 @@ def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limi
 
     from .cohort import settle
 
-    task = ray.remote(slot_worker.grade).options(num_cpus=0, resources={RESOURCE: 1}, max_retries=MAX_RETRIES,
-                                                 retry_exceptions=False)
+    task = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=MAX_RETRIES,
+                      retry_exceptions=False)(slot_worker.grade)
     window = 2 * int(ray.cluster_resources().get(RESOURCE, 1))  # jobs sent ahead: each holds a notebook
     waiting, running = list(jobs), {}
     try:
