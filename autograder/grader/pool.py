@@ -102,8 +102,8 @@ def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limi
             try:
                 graded = ray.get(ready[0])
             except Exception as exc:  # the task failed past its retries: Ray's, the node's or the grader's fault
-                outcome = Outcome(student, assignment, error=f"grading failed in its slot ({type(exc).__name__}: "
-                                  f"{str(exc)[:300]}); {RETRY_MARK}", log=str(exc), sandboxed=limits.get("sandboxed", False))
+                outcome = Outcome(student, assignment, error=f"grading failed in its slot ({_reason(exc)}); {RETRY_MARK}",
+                                  log=str(exc), sandboxed=limits.get("sandboxed", False))
                 done(outcome, mark)
                 continue
             graded.outcome.log += f"\n[autograder | slot] node {graded.node}, slot {graded.slot}, cores {graded.cores}"
@@ -131,3 +131,10 @@ def _bring_back(course: Path, student: str, assignment: str, graded) -> list[str
     with tempfile.TemporaryDirectory(prefix="autograder-back-") as tmp:
         slot_worker.unpack(graded.files, Path(tmp) / "autograded" / student / assignment)
         return graded.left_behind + scratch_course.bring_back(Path(tmp), course, student, assignment)
+
+
+def _reason(exc: Exception) -> str:
+    """One line for a failed task: the error raised in it (a ``RayTaskError`` wraps it), or Ray's own."""
+    cause = getattr(exc, "cause", None) or exc
+    last = (str(cause).strip().splitlines() or [""])[-1]
+    return f"{type(cause).__name__}: {last[:300]}"

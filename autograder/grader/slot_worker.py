@@ -139,5 +139,7 @@ def main(root: Path) -> None:
     (root / "graded.pickle").write_bytes(pickle.dumps(graded))
 
 
-if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+if __name__ == "__main__":  # by its module name, so that what it pickles unpickles in the Ray task
+    from autograder.grader.slot_worker import main as slot_main
+
+    slot_main(Path(sys.argv[1]))
