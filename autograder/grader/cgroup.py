@@ -197,3 +197,17 @@ def _limit(folders: tuple[Path, ...], names: tuple[str, ...], value: str, option
                 return
     if not optional:
         raise OSError(f"none of {names} here")
+
+
+def sweep(folders: list[str]) -> int:
+    """Kill every process in the groups ``folders`` and in the groups nested under them, and
+    remove them all, deepest first: what a grading killed half-way left (its own group, and the
+    groups of its sandboxes inside it). The number of processes killed."""
+    killed = 0
+    for top in map(Path, folders):
+        if not top.is_dir():
+            continue
+        nested = sorted((f for f in top.rglob("*") if f.is_dir()), key=lambda f: len(f.parts), reverse=True)
+        for folder in [*nested, top]:
+            killed += Cgroup((folder,), None).close(wait_s=5.0)
+    return killed

@@ -31,6 +31,7 @@ from . import scratch_course
 from .processes import SAFE_PATH
 
 PR_SET_PDEATHSIG = 1
+SLOT_PROCESSES = 16384  # the whole grading's; its sandboxes' own caps are lower, inside it
 
 
 class KitMismatch(RuntimeError):
@@ -87,10 +88,11 @@ def grade(job: Job) -> Graded:
                           "started grade: install the same version of the kit on every node")
     slot = slots.claim(slots.on_this_machine())
     try:
+        slot.sweep()  # what a grading killed in this slot before left running
         with tempfile.TemporaryDirectory(prefix="autograder-slot-") as tmp:
             root = Path(tmp)
             unpack(job.files, root / "course")
-            (root / "job.pickle").write_bytes(pickle.dumps((job, slot.cores)))
+            (root / "job.pickle").write_bytes(pickle.dumps((job, slot)))
             env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             done = subprocess.run([sys.executable, *SAFE_PATH, "-m", __name__, str(root)], env=env,
@@ -99,6 +101,7 @@ def grade(job: Job) -> Graded:
                 raise RuntimeError(f"the grading process ended with code {done.returncode}: {done.stderr[-1500:]}")
             graded: Graded = pickle.loads((root / "graded.pickle").read_bytes())
     finally:
+        slot.sweep()
         slot.release()
     graded.node, graded.slot, graded.cores = ray.util.get_node_ip_address(), slot.index, slot.cores
     return graded
@@ -112,15 +115,30 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+def _enter_group(slot) -> None:
+    """This process, and so all it starts, into a control group of the slot's cores: its
+    sandboxes' groups are made inside it, and the slot's next holder ends whatever it leaves
+    (:meth:`autograder.grader.slots.Slot.sweep`). Without cgroups, the affinity alone holds."""
+    from . import cgroup
+
+    group = cgroup.create(memory_bytes=None, processes=SLOT_PROCESSES, cpus=slot.cores, name=f"autograder-slot{slot.index}")
+    if group is not None:
+        slot.hold(group.folders)
+        for procs in group.procs:
+            Path(procs).write_text(str(os.getpid()))
+
+
 def main(root: Path) -> None:
     """The grading process: the scratch course under ``root`` graded on the slot's cores."""
     from .. import seed
     from . import nbgrader_run
 
     _die_with_parent()
-    job, cores = pickle.loads((root / "job.pickle").read_bytes())
+    job, slot = pickle.loads((root / "job.pickle").read_bytes())
     seed.handed(job.seed)
+    cores = slot.cores
     os.sched_setaffinity(0, cores)
+    _enter_group(slot)
     sys.dont_write_bytecode = True
     scratch = root / "course"
     untouchable = scratch_course.Untouchable(None, nbgrader_run.KIT_ROOT)

@@ -15,6 +15,7 @@ submission's load does not bend another's timings.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -26,11 +27,33 @@ LOCKS = Path(tempfile.gettempdir()) / "autograder-slots"
 
 @dataclass(frozen=True)
 class Slot:
-    """One claimed set of cores; the lock file descriptor holds it until :meth:`release`."""
+    """One claimed set of cores; the lock file descriptor holds it until :meth:`release`.
+
+    The lock file also names the control groups of the grading running in the slot
+    (:meth:`hold`), so that whoever holds the slot next -- after a grading killed half-way, Ray's
+    retry -- first ends whatever that grading left running (:meth:`sweep`).
+    """
 
     index: int
     cores: tuple[int, ...]
     fd: int
+    path: Path
+
+    def hold(self, folders: tuple[Path, ...]) -> None:
+        """Record the control groups the grading in this slot runs in."""
+        self.path.write_text(json.dumps([str(f) for f in folders]))
+
+    def sweep(self) -> int:
+        """End what the slot's last grading left running (its recorded groups); how many processes."""
+        from . import cgroup
+
+        try:
+            folders = json.loads(self.path.read_text() or "[]")
+        except (OSError, ValueError):
+            folders = []
+        killed = cgroup.sweep(folders)
+        self.path.write_text("")
+        return killed
 
     def release(self) -> None:
         os.close(self.fd)
@@ -56,13 +79,14 @@ def claim(total: int, locks: Path = LOCKS) -> Slot:
     locks.mkdir(mode=0o700, parents=True, exist_ok=True)
     sets = split(list(os.sched_getaffinity(0)), total)
     for k in range(total):
-        fd = os.open(locks / f"slot-{k}-of-{total}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        path = locks / f"slot-{k}-of-{total}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             continue
-        return Slot(k, sets[k], fd)
+        return Slot(k, sets[k], fd, path)
     raise RuntimeError(f"all {total} grading slots of this machine are taken: more gradings run here than "
                        f"its Ray nodes offer {RESOURCE} units (is another cohort run using the same cores?)")
 

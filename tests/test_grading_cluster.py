@@ -1,0 +1,148 @@
+"""A small mixed cohort graded one after another, then side by side through ``grade --ray`` on
+a two-node Ray cluster (``ray.cluster_utils.Cluster``, one grading slot per node), with one
+slot's Ray worker killed half-way through a grading. The scores are the serial run's, every
+submission has exactly one row, and nothing of the killed grading keeps running."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.grader import cohort
+from autograder.grader.slots import RESOURCE
+from notebooks import make_course, released, sandboxed, submit, variant
+
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading, pytest.mark.slow]
+
+LAB00, LAB01 = "00_measure", "01_actor_scaling"
+LIMITS = {"cell_timeout_s": 120, "timeout_s": 900, "memory_limit_gib": 4}
+
+
+def _blank(lab: str) -> dict[str, str]:
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(released(lab), as_version=4).cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def _cohort(course: Path, tmp: Path) -> None:
+    """Lab 00: solution, blank, partial (the batch-size exercise left blank); lab 01: solution, blank."""
+    submit(course, "alice", LAB00, variant(LAB00, tmp / "a0.ipynb"))
+    submit(course, "bob", LAB00, released(LAB00))
+    submit(course, "carol", LAB00, variant(LAB00, tmp / "c0.ipynb", demos=False,
+                                           replace={"best_batch_size": _blank(LAB00)["best_batch_size"]}))
+    submit(course, "alice", LAB01, variant(LAB01, tmp / "a1.ipynb"))
+    submit(course, "bob", LAB01, released(LAB01))
+
+
+def _rows(course: Path) -> list[dict]:
+    with open(course / "grades.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def _grading_workers() -> list[int]:
+    """Ray workers now running a grading task (their process title is ``ray::grade``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::grade"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _slot_processes() -> list[str]:
+    """Processes of a grading slot still running (the grading process of a slot, and what it started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if entry.name.isdigit() and ("autograder.grader.slot_worker" in line or "autograder-slot-" in line):
+            found.append(line)
+    return found
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    if not sandboxed():
+        pytest.skip("grading side by side needs the sandbox")
+    from ray.cluster_utils import Cluster
+
+    tmp = tmp_path_factory.mktemp("cluster-cohort")
+    serial = make_course(tmp / "serial", [LAB00, LAB01])
+    _cohort(serial, tmp)
+    spread = tmp / "spread"
+    shutil.copytree(serial, spread)
+    started = time.monotonic()
+    serial_code = cohort.run(serial, sandboxed=True, **LIMITS)
+    serial_s = time.monotonic() - started
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {RESOURCE: 1}})
+    cluster.add_node(num_cpus=1, resources={RESOURCE: 1})
+    cluster.wait_for_nodes()
+    killed: list[int] = []
+
+    def kill_one() -> None:  # the first grading task seen running for a while: its worker dies
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not killed:
+            workers = _grading_workers()
+            if workers:
+                time.sleep(8)  # well into its grading
+                if workers[0] in _grading_workers():
+                    os.kill(workers[0], signal.SIGKILL)
+                    killed.append(workers[0])
+            time.sleep(0.5)
+
+    killer = threading.Thread(target=kill_one, daemon=True)
+    killer.start()
+    try:
+        started = time.monotonic()
+        spread_code = cohort.run(spread, sandboxed=True, ray_address=cluster.address, **LIMITS)
+        spread_s = time.monotonic() - started
+    finally:
+        killer.join(timeout=1)
+        cluster.shutdown()
+        Path("/tmp/ray/ray_current_cluster").unlink(missing_ok=True)  # no later ray.init() joins the dead one
+    print(f"serial {serial_s:.0f} s, two slots {spread_s:.0f} s, killed worker {killed}")
+    return serial_code, _rows(serial), spread_code, _rows(spread), killed, spread
+
+
+def test_the_cluster_gives_the_serial_runs_scores_with_one_row_per_submission(both):
+    serial_code, serial, spread_code, spread, killed, _ = both
+    assert serial_code == 0 and spread_code == 0, [r["status"] for r in serial + spread]
+    assert killed, "no grading task was seen running, so none was killed"
+    keys = [(r["student_id"], r["assignment"]) for r in spread]
+    assert len(keys) == len(set(keys)) == 5, keys
+    by_key = {(r["student_id"], r["assignment"]): r for r in serial}
+    for row in spread:
+        mine = by_key[(row["student_id"], row["assignment"])]
+        assert (row["score"], row["max_score"], row["failed_checks"]) == \
+               (mine["score"], mine["max_score"], mine["failed_checks"]), (row, mine)
+        assert row["status"] == "graded" and row["sandbox"] == "bubblewrap", row
+    scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in spread}
+    assert scores[("alice", LAB00)] == float(by_key[("alice", LAB00)]["max_score"]) and scores[("bob", LAB00)] == 0
+    assert 0 < scores[("carol", LAB00)] < scores[("alice", LAB00)]
+    assert scores[("alice", LAB01)] == float(by_key[("alice", LAB01)]["max_score"]) and scores[("bob", LAB01)] == 0
+
+
+def test_nothing_of_the_killed_grading_runs_on(both):
+    assert not _slot_processes()
+
+
+def test_each_grading_ran_on_its_own_slot_cores(both):
+    logs = list((both[-1] / "autograded").rglob("autograde.log"))
+    slots = [line for log in logs for line in log.read_text().splitlines() if "[autograder | slot]" in line]
+    assert len(slots) == 5, slots
+    cores = {s.rsplit("cores ", 1)[1] for s in slots}
+    sets = [set(ast.literal_eval(c)) for c in cores]
+    assert len(sets) == 2 and not sets[0] & sets[1], slots  # two slots, no core shared
