@@ -1,4 +1,4 @@
-"""``python -m autograder calibrate [LAB] [--runs N] [--json]``: can each tier tell good from bad here?
+"""``python -m autograder calibrate [LAB] [--runs N] [--workers N] [--json]``: can each tier tell good from bad here?
 
 A tier is fair only if the reference passes it every time and a clearly worse implementation
 fails it every time, on the machine that grades. For every tiered (measured) check, this runs
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import statistics
 import sys
 from dataclasses import asdict, dataclass, field
@@ -112,11 +113,23 @@ def notes(lab: str) -> list[str]:
     return list(module.calibrate(Session(lab, learner=Learner(namespace=namespace(lab)))))
 
 
-def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False) -> int:
-    """Print the calibration; exit code 0 when every tier separated the copies, else 1."""
+def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers: int = 1) -> int:
+    """Print the calibration; exit code 0 when every tier separated the copies, else 1.
+
+    ``workers`` > 1: that many calibrations at once, one per grading slot's cores
+    (:mod:`autograder.grader.fair_timing`). Either way the verdict is kept for ``grade --workers``.
+    """
+    from .grader import fair_timing
+
     chosen = [lab] if lab else labs()
     for name in chosen:
         for_lab(name)
+    if workers > 1:
+        verdict = fair_timing.measure(lab, workers, runs)
+        fair_timing.record(workers, verdict)
+        for key, ok in sorted(verdict.items()):
+            print(f"{workers} side by side: {key:<34} {'ok' if ok else 'DOES NOT SEPARATE'}")
+        return 0 if all(verdict.values()) else 1
     rows, extra = [], {}
     # the table goes to stdout as text, or to stderr as it is measured when stdout is JSON
     # (a long --runs N run shows its progress, and its rows survive in the log)
@@ -134,4 +147,6 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps({"hardware": asdict(backend.facts()), "fingerprint": backend.fingerprint(), "runs": runs,
                           "checks": [c.summary() for c in rows], "notes": extra}, indent=2))
+    if not os.environ.get(fair_timing.COPY_ENV):  # one copy of calibrate --workers N records nothing itself
+        fair_timing.record(1, {f"{c.lab}/{c.check}": c.separates for c in rows})
     return 0 if all(c.separates for c in rows) else 1

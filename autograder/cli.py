@@ -64,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
                        epilog="Exit code 1 when a tier did not separate the reference from its degraded copy.")
     k.add_argument("lab", nargs="?")
     k.add_argument("--runs", type=int, default=1, metavar="N", help="measure N times (default %(default)s)")
+    k.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="N calibrations side by side, each on one grading slot's cores, as grade --workers N grades")
     k.add_argument("--json", action="store_true", help="print JSON instead of text")
     return p
 
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             return release.run(args.dest)
         from . import calibrate
 
-        return calibrate.run(args.lab, runs=args.runs, as_json=args.json)
+        return calibrate.run(args.lab, runs=args.runs, as_json=args.json, workers=args.workers)
     except (SetupError, UnknownLab) as exc:  # the user's mistake; a grader bug keeps its traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2

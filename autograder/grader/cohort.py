@@ -175,6 +175,13 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
                          "share the network ports of their Rays and each other's files")
     if not sandboxed:
         print("warning: grading without a sandbox: learner code runs as you, with your files and processes in reach")
+    if side_by_side and workers:
+        from . import fair_timing
+
+        fair, found = fair_timing.allowed(workers, {a for _, a in pairs})
+        if not fair:
+            raise SetupError(found)
+        print(found)
     limits["sandboxed"] = sandboxed
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)

@@ -1,0 +1,103 @@
+"""``calibrate --workers N``: do the tiers still separate good work from bad when N gradings run
+side by side on this machine? And ``grade --workers N`` asking what it found.
+
+A grading study of ReCodEx saw wall-clock errors above 5 % with 6 parallel workers on a 20-core
+server. The kit's tiers are ratios to a reference measured interleaved in the same slot, which
+should cancel most of it -- this measures whether it does. N copies of ``calibrate`` run at
+once, each pinned to one slot's cores (:func:`autograder.grader.slots.split`, the cut ``grade
+--workers N`` makes), each measuring the reference and its degraded copy as ``calibrate``
+always does. A tier separates at N when it separated in every copy.
+
+The verdict is kept per machine and concurrency in ``~/.cache/autograder/calibration.json``;
+``grade --workers N`` refuses when a tier of a lab it grades separated one at a time but not N
+at a time, and says when N was never calibrated here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .processes import SAFE_PATH
+from .slots import split
+
+RECORD = Path.home() / ".cache" / "autograder" / "calibration.json"
+COPY_ENV = "AUTOGRADER_CALIBRATION_COPY"  # set in each of the N copies
+
+
+def _machine() -> str:
+    from course import backend
+
+    return backend.fingerprint()
+
+
+def measure(lab: str | None, workers: int, runs: int) -> dict[str, bool]:
+    """Run ``workers`` calibrations at once, one per slot; check id -> separated in every copy."""
+    cores = split(list(os.sched_getaffinity(0)), workers)
+    argv = [sys.executable, *SAFE_PATH, "-m", "autograder", "calibrate", *([lab] if lab else []), "--runs", str(runs), "--json"]
+    copies = []
+    for k in range(workers):
+        copies.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       env={**os.environ, COPY_ENV: str(k)},
+                                       preexec_fn=lambda c=cores[k]: os.sched_setaffinity(0, c)))
+    verdict: dict[str, bool] = {}
+    for k, proc in enumerate(copies):
+        out, err = proc.communicate()
+        try:
+            found = json.loads(out)["checks"]
+        except (ValueError, KeyError):
+            raise RuntimeError(f"calibration copy {k} failed: {err[-800:]}") from None
+        for line in err.splitlines():
+            if line.strip():
+                print(f"[slot {k}, cores {cores[k]}] {line}", flush=True)
+        for check in found:
+            key = f"{check['lab']}/{check['check']}"
+            verdict[key] = verdict.get(key, True) and bool(check["separates"])
+    return verdict
+
+
+def record(workers: int, verdict: dict[str, bool], path: Path = RECORD) -> None:
+    """Keep ``verdict`` for this machine at this concurrency (merged: a check measured again replaces its entry)."""
+    data = _read(path)
+    entry = data.setdefault(_machine(), {}).setdefault(str(workers), {"checks": {}})
+    entry["checks"].update(verdict)
+    entry["when"] = time.strftime("%Y-%m-%d %H:%M")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def allowed(workers: int, labs: set[str], path: Path = RECORD) -> tuple[bool, str]:
+    """Whether ``grade --workers workers`` may grade ``labs`` here, and what calibrate found.
+
+    Refused: a tier of one of ``labs`` that separated one at a time (``calibrate`` without
+    ``--workers``, or ``--workers 1``) but not ``workers`` at a time. A tier that did not
+    separate one at a time either is the lab's calibration problem, not concurrency's: said, not refused.
+    """
+    here = _read(path).get(_machine(), {})
+    found = here.get(str(workers), {}).get("checks", {})
+    if not found:
+        return True, (f"calibrate --workers {workers} has not been run on this machine: whether every tier still "
+                      f"separates with {workers} gradings side by side is not known here")
+    alone = here.get("1", {}).get("checks", {})
+    mine = {k: v for k, v in found.items() if k.split("/")[0] in labs}
+    broken = sorted(k for k, v in mine.items() if not v and alone.get(k, True))
+    weak = sorted(k for k, v in mine.items() if not v and not alone.get(k, True))
+    note = f"; not separating one at a time either: {', '.join(weak)}" if weak else ""
+    if broken:
+        return False, (f"calibrate --workers {workers} found tiers that do not separate the reference from its "
+                       f"degraded copy with {workers} gradings side by side: {', '.join(broken)}{note}. "
+                       f"Grade with fewer workers, or on more cores")
+    return True, f"calibrate --workers {workers} ({here[str(workers)].get('when', '?')}): every tier separates{note}"

@@ -1,0 +1,109 @@
+"""Grading slots: cores split without overlap, one holder per slot, a dead holder's slot free
+again, and side-by-side grading refused without the sandbox."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder.grader import cohort, slots
+from autograder.grader.nbgrader_run import SetupError
+from notebooks import make_course, released, submit
+
+
+@pytest.mark.parametrize("cores, n, want", [
+    ([0, 1], 2, [(0,), (1,)]),
+    ([3, 0, 2, 1], 2, [(0, 1), (2, 3)]),
+    ([0, 1, 2, 3, 4], 2, [(0, 1, 2), (3, 4)]),
+    ([0, 1], 1, [(0, 1)]),
+    ([0, 1], 3, [(0,), (1,), (0,)]),  # more slots than cores: shared, which calibrate shows
+])
+def test_cores_are_split_into_contiguous_sets(cores, n, want):
+    assert slots.split(cores, n) == want
+
+
+def test_each_slot_has_one_holder_and_a_dead_holders_slot_is_free(tmp_path):
+    first = slots.claim(2, tmp_path)
+    second = slots.claim(2, tmp_path)
+    assert {first.index, second.index} == {0, 1}
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert not set(first.cores) & set(second.cores)
+    with pytest.raises(RuntimeError, match="all 2 grading slots"):
+        slots.claim(2, tmp_path)
+    first.release()
+    again = slots.claim(2, tmp_path)
+    assert again.index == first.index
+    again.release()
+    second.release()
+    # a holder killed while holding: the kernel drops its lock
+    code = (f"import sys, time; sys.path.insert(0, {str(os.getcwd())!r})\n"
+            f"from autograder.grader import slots\nfrom pathlib import Path\n"
+            f"s = slots.claim(1, Path({str(tmp_path)!r}))\nprint(s.index, flush=True)\ntime.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "0"
+    with pytest.raises(RuntimeError):
+        slots.claim(1, tmp_path)
+    holder.kill()
+    holder.wait()
+    slots.claim(1, tmp_path).release()
+
+
+def test_the_next_holder_ends_what_the_last_grading_left(tmp_path):
+    """A grading's group recorded in the slot is swept by whoever holds the slot next."""
+    from autograder.grader import cgroup
+
+    group = cgroup.create(memory_bytes=None, processes=64, name="autograder-test-slot")
+    if group is None:
+        pytest.skip("no control group can be made here")
+    slot = slots.claim(1, tmp_path)
+    slot.hold(group.folders)
+    left = subprocess.Popen(["sleep", "300"])
+    for procs in group.procs:
+        with open(procs, "w") as f:
+            f.write(str(left.pid))
+    slot.release()
+    nxt = slots.claim(1, tmp_path)
+    assert nxt.sweep() >= 1
+    deadline = time.monotonic() + 5
+    while left.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left.poll() is not None, "the leftover process still runs"
+    assert not any(f.exists() for f in group.folders)
+    nxt.release()
+
+
+def test_side_by_side_grading_needs_the_sandbox(tmp_path):
+    course = make_course(tmp_path / "course", ["00_measure"])
+    submit(course, "bob", "00_measure", released("00_measure"))
+    with pytest.raises(SetupError, match="sandboxes only"):
+        cohort.run(course, sandboxed=False, workers=2)
+
+
+def test_workers_and_ray_are_one_or_the_other(capsys):
+    from autograder import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["grade", ".", "--workers", "2", "--ray", "auto"])
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def test_grade_refuses_a_concurrency_calibrate_found_unfair(tmp_path, monkeypatch):
+    """A tier that separated one at a time but not N at a time refuses --workers N for its lab;
+    one that never separated is said, not refused; an uncalibrated N is said too."""
+    from autograder.grader import fair_timing
+
+    record = tmp_path / "calibration.json"
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
+    assert ok and "has not been run" in why
+    fair_timing.record(1, {"01_actor_scaling/worker-tier2": True, "05_capstone/pipeline-throughput": False}, record)
+    fair_timing.record(2, {"01_actor_scaling/worker-tier2": False, "05_capstone/pipeline-throughput": False}, record)
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
+    assert not ok and "01_actor_scaling/worker-tier2" in why
+    ok, why = fair_timing.allowed(2, {"05_capstone"}, record)
+    assert ok and "not separating one at a time either: 05_capstone/pipeline-throughput" in why
+    fair_timing.record(2, {"01_actor_scaling/worker-tier2": True}, record)  # measured again: replaced
+    assert fair_timing.allowed(2, {"01_actor_scaling"}, record)[0]
