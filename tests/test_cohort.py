@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.grader import cohort, nbgrader_run, scratch_course
+from autograder.grader import cohort, nbgrader_run, scratch_course, settle
 from autograder.grader.nbgrader_run import SetupError
 from autograder.report import Outcome
 from autograder.report import Result
@@ -126,7 +126,7 @@ def test_bring_back_keeps_regular_files_only_and_the_log_is_not_written_through_
     assert sorted(left) == ["autograde.log", "pipe", "sparse"]
     dst = course / "autograded" / "bob" / "00_measure"
     assert sorted(p.name for p in dst.iterdir()) == ["00_measure.ipynb"]
-    cohort.keep_log(course, Outcome("bob", "00_measure", log="the log"))
+    settle.keep_log(course, Outcome("bob", "00_measure", log="the log"))
     assert (dst / "autograde.log").read_text() == "the log" and victim.read_text() == "another student's notebook"
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..report import Outcome
 from . import scratch_course, slot_worker
+from .settle import settle
 from .nbgrader_run import SetupError
 from .resume import RETRY_MARK
 from .slots import RESOURCE
@@ -83,8 +84,6 @@ def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limi
     """Grade ``jobs`` -- (student, assignment, fingerprint) -- in slots; ``done(outcome,
     fingerprint)`` once per submission, in this process, as each finishes."""
     import ray
-
-    from .cohort import settle
 
     task = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=MAX_RETRIES,
                       retry_exceptions=False)(slot_worker.grade)
