@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
@@ -102,6 +103,19 @@ def summary(o: Outcome) -> str:
             + (f"  static check: {len(o.findings)} finding(s), see autograde.log" if o.findings else ""))
 
 
+def totals(outcomes: list[Outcome], seconds: float) -> str:
+    """The run's closing lines: how many graded, failed (by cause) and flagged, and the time."""
+    failed = [o for o in outcomes if o.error]
+    causes: dict[str, int] = {}
+    for o in failed:
+        cause = o.error.split(":")[0].split(";")[0]
+        causes[cause] = causes.get(cause, 0) + 1
+    lines = [f"{len(outcomes) - len(failed)} graded, {len(failed)} failed to grade, "
+             f"{sum(1 for o in outcomes if o.flags)} flagged, in {seconds / 60:.1f} min"]
+    lines += [f"  failed: {n} x {cause}" for cause, n in sorted(causes.items(), key=lambda kv: -kv[1])]
+    return "\n".join(lines)
+
+
 @contextmanager
 def _no_bytecode():
     """No process of the grading writes compiled files (``.pyc``), so that one appearing in the
@@ -133,6 +147,7 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     """
     from . import cohort_report, feedback, resume, sandbox
 
+    began = time.monotonic()
     course = Path(course).resolve()
     pairs = submissions(course, assignment)
     side_by_side = bool(ray_address) or (workers or 1) > 1
@@ -171,9 +186,9 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
                     outcomes.append(outcome)
                     progress.update()
 
-            def done(outcome: Outcome, mark: str) -> None:
+            def done(outcome: Outcome, mark: str, where: str = "") -> None:
                 resume.save(course, outcome, mark)
-                tqdm.write(summary(outcome))
+                tqdm.write(summary(outcome) + (f"  [{where}]" if where else ""))
                 outcomes.append(outcome)
                 progress.update()
 
@@ -195,6 +210,7 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     what = {a: descriptions(a) for a in {o.assignment for o in outcomes}}
     pages = [p for p in (feedback.write(course, o, what[o.assignment]) for o in outcomes) if p]
     report = cohort_report.write(course, outcomes)
+    print(totals(outcomes, time.monotonic() - began))
     print(f"wrote {csv_path} ({len(outcomes)} submissions"
           + (f"; {kept} unchanged since graded kept their grade, --regrade grades them again" if kept else "") + ")")
     print(f"wrote {len(pages)} feedback page(s) (feedback/<student>/<assignment>/{feedback.NAME}) and {report}")

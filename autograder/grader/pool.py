@@ -80,9 +80,9 @@ def _node_facts() -> tuple[str, str, str | None, int]:
 
 
 def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limits: dict, kit: str, seed: str,
-          done: Callable[[Outcome, str], None], progress) -> None:
+          done: Callable[..., None], progress) -> None:
     """Grade ``jobs`` -- (student, assignment, fingerprint) -- in slots; ``done(outcome,
-    fingerprint)`` once per submission, in this process, as each finishes."""
+    fingerprint, where)`` once per submission, in this process, as each finishes."""
     import ray
 
     task = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=MAX_RETRIES,
@@ -107,7 +107,8 @@ def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limi
                 continue
             graded.outcome.log += f"\n[autograder | slot] node {graded.node}, slot {graded.slot}, cores {graded.cores}"
             left_behind = _bring_back(course, student, assignment, graded)
-            done(settle(course, graded.outcome, left_out, left_behind, graded.changed), mark)
+            done(settle(course, graded.outcome, left_out, left_behind, graded.changed), mark,
+                 f"node {graded.node}, slot {graded.slot}")
     finally:
         for ref in running:  # Ctrl-C or an error here: nothing keeps grading in the background
             ray.cancel(ref, force=True)
