@@ -107,3 +107,29 @@ def test_grade_refuses_a_concurrency_calibrate_found_unfair(tmp_path, monkeypatc
     assert ok and "not separating one at a time either: 05_capstone/pipeline-throughput" in why
     fair_timing.record(2, {"01_actor_scaling/worker-tier2": True}, record)  # measured again: replaced
     assert fair_timing.allowed(2, {"01_actor_scaling"}, record)[0]
+
+
+def test_sandboxed_code_cannot_widen_its_cores_beyond_its_slot(tmp_path):
+    """Learner code in a slot's sandbox asks for every core of the machine: the ``cpuset`` of its
+    control group refuses, so it cannot run its threads on another slot's cores."""
+    from autograder.grader import cgroup, sandbox
+
+    if sandbox.unavailable() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs the sandbox and two cores")
+    mine = tuple(sorted(os.sched_getaffinity(0)))[:1]
+    group = cgroup.create(memory_bytes=None, processes=64, cpus=mine, name="autograder-test-cpuset")
+    if group is None or not any((f / "cpuset.cpus").exists() for f in group.folders):
+        pytest.skip("no cpuset control group can be made here")
+    probe = ("import os, json\nallowed = sorted(os.sched_getaffinity(0))\n"
+             "try:\n    os.sched_setaffinity(0, range(os.cpu_count()))\n    asked = 'done'\n"
+             "except OSError as e:\n    asked = e.__class__.__name__\n"
+             "print(json.dumps([allowed, asked, sorted(os.sched_getaffinity(0))]))")
+    box = sandbox.Sandbox(readable=tuple(sandbox.python_paths()), etc=sandbox.etc_files(tmp_path / "etc"),
+                          cgroup=group.procs)
+    try:
+        out = subprocess.run(box.argv([sys.executable, "-I", "-c", probe]), capture_output=True, text=True, timeout=60)
+    finally:
+        group.close()
+    assert out.returncode == 0, out.stderr[-1500:]
+    allowed, asked, after = __import__("json").loads(out.stdout)
+    assert allowed == list(mine) and after == list(mine), (allowed, asked, after)

@@ -40,8 +40,8 @@ def start(workers: int | None, address: str | None) -> None:
     if address:
         ray.init(address=address, **quiet)
         return
-    ray.init(address="local", num_cpus=os.cpu_count(), resources={RESOURCE: workers},
-             object_store_memory=100 * 2**20, **quiet)
+    # tasks here ask for no CPU of Ray's accounting, so num_cpus only bounds the idle workers Ray keeps ready
+    ray.init(address="local", num_cpus=workers, resources={RESOURCE: workers}, object_store_memory=100 * 2**20, **quiet)
 
 
 def nodes(kit: str, sandboxed: bool) -> list[str]:
