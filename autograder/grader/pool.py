@@ -36,7 +36,10 @@ def start(workers: int | None, address: str | None) -> None:
 
     if ray.is_initialized():
         ray.shutdown()
-    quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    # no worker of this job writes compiled files into the kit: a grading slot holds the kit's
+    # files, and a .pyc appearing there while a submission runs would read as planted
+    quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False,
+             "runtime_env": {"env_vars": {"PYTHONDONTWRITEBYTECODE": "1"}}}
     if address:
         ray.init(address=address, **quiet)
         return
