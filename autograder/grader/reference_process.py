@@ -26,6 +26,7 @@ import types
 from pathlib import Path
 
 from ..channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
+from . import sandbox
 from .sandbox import SANDBOX_GID
 from .processes import SAFE_PATH
 from ..checks import reference
@@ -59,7 +60,8 @@ class ReferenceProcess:
         fds = []
         if sandbox_dir is not None:
             self.network_from = sandbox_dir / "ray-sandbox.json"
-            fds = [os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), sources_fd(lab)]
+            fds = [sandbox.passable(os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)),
+                   sandbox.passable(sources_fd(lab))]
             env[SOURCES_FD_ENV] = str(fds[1])
             command = self._sandboxed(command, sandbox_dir, fds[0], share, cgroup)
         try:
@@ -93,7 +95,6 @@ class ReferenceProcess:
         the grader -- ``folder`` (its sockets and kernelspec), ``share`` (the notebook's folder,
         its endpoint) -- is bound here too, at the same paths.
         """
-        from . import sandbox
 
         shared = folder / "ray"
         shared.mkdir(exist_ok=True)

@@ -44,7 +44,7 @@ SANDBOX_GID = 61000      # shared by both, so a kernel can reach its lab's Ray s
 HOME = "/home/learner"
 TOOLS = ("bwrap", "setpriv", "prlimit")
 
-SECCOMP_FD = 9  # where the sandbox's launch shell opens the filter for bubblewrap
+SECCOMP_FD = 9  # where the sandbox's launch shell opens the filter for bubblewrap: see passable()
 # a kernel with a Ray of its own counts its own Ray's threads (lab 03's: 16 GPUs' worth of actors)
 KERNEL_PROCESSES = 3072
 
@@ -189,6 +189,22 @@ def python_paths() -> tuple[str, ...]:
         if not any(p.startswith(q.rstrip("/") + "/") for q in out):
             out.append(p)
     return tuple(out)
+
+
+def passable(fd: int) -> int:
+    """``fd`` moved above :data:`SECCOMP_FD`, for a file descriptor handed into a sandbox.
+
+    The launch shell opens the seccomp filter on :data:`SECCOMP_FD`, replacing whatever the
+    process had there: a descriptor that happened to land on that number (which depends on how
+    many the grader has open) would be lost, and the sandboxed process fail to start.
+    """
+    import fcntl
+
+    if fd > SECCOMP_FD:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, SECCOMP_FD + 1)
+    os.close(fd)
+    return moved
 
 
 def kit_paths(*, reference: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
