@@ -9,10 +9,10 @@ process -- and timed side by side, interleaved, on the grader's clock:
   own computation), counts its images, and its throughput is compared with the reference
   actor's on fresh batches every round (nothing can be cached);
 * the learner's ``run_pool(actors, batches)`` drives the grader's *armed* emulated GPUs
-  (:func:`course.fleet.armed`: a sleep of known length standing in for a kernel). They run
-  only jobs the grader sealed and answer with receipts no driver can forge, so correct
-  results prove every job ran for its full time, and the grader knows how many GPUs were
-  busy on average -- about 1 for a driver that calls ``ray.get`` in a loop;
+  (:func:`autograder.labs.lab01.instruments.armed`: a sleep of known length standing in for a
+  kernel). They run only jobs the grader sealed and answer with receipts no driver can forge,
+  so correct results prove every job ran for its full time, and the grader knows how many GPUs
+  were busy on average -- about 1 for a driver that calls ``ray.get`` in a loop;
 * the learner's ``fit_overhead`` must recover seeded overheads from synthetic data, is then
   fitted to the grader's own trivial-call sweep of the learner's driver, and
   ``predict_throughput`` must predict the driver's measured rate at two kernel durations.
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from course import fleet, kernels
 
 from ..labs.lab01 import LAB
+from ..labs.lab01.instruments import receipt, seal
 from ..targets import LAB01 as T
 from ..transport import Learner, named, stashed
 from . import reference, register, tiers
@@ -211,7 +212,7 @@ class Fleet:
         for i in range(count):
             s = max(0.0, seconds + self._rng.uniform(-jitter, jitter)) if jitter else seconds
             token = self._rng.randrange(2**62)
-            out.append([i, s, token, fleet.seal(self.session.key, token, s)])
+            out.append([i, s, token, seal(self.session.key, token, s)])
         return out
 
     def drive(self, side: Learner, k: int, jobs: list, who: str = "run_pool") -> float:
@@ -219,7 +220,7 @@ class Fleet:
         seconds, got = side.timed("run_pool", {"handles": self.handles[:k]}, {"jobs": jobs},
                                   what=f"{who}(actors, batches)", returns="integers",
                                   timeout_s=self.session.call_timeout_s)
-        expected = [fleet.receipt(self.session.key, token) for _, _, token, _ in jobs]
+        expected = [receipt(self.session.key, token) for _, _, token, _ in jobs]
         if got != expected:
             if sorted(got) == sorted(expected):
                 why = "in a different order: return each batch's result at the batch's position"

@@ -1,9 +1,10 @@
 """Checks for 02_restart_recovery: every point here is earned under injected failures.
 
 All grader-side (see :mod:`autograder.checks`). The grader's reference process starts the
-lab's Ray and the learner's kernel joins it; the grader's own actors -- a probe and a ledger --
-are :class:`course.cluster.ClosedActor` s (no ``__ray_call__``), and the grader finds the
-process to kill in Ray's own actor table, never by asking where learner code runs.
+lab's Ray and the learner's kernel joins it; the grader's own actors -- a probe and a ledger
+(:mod:`autograder.labs.lab02.instruments`) -- are closed to learner code (no ``__ray_call__``),
+and the grader finds the process to kill in Ray's own actor table, never by asking where
+learner code runs.
 
 * **latency**: the learner's ``recovery_latency(actor, kill)`` gets the grader's probe actor
   and a ``kill`` the grader performs itself (SIGKILL of the worker process, or

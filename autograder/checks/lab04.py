@@ -2,9 +2,9 @@
 
 All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: its reference
 process starts the emulated multi-node cluster, and the learner's kernel joins it. The
-grader's *shard store* (:class:`course.locality.ShardStore`, an actor learner code can read
-from but not change) produces fresh seeded shards for every round, in a seeded, uneven
-placement unlike the notebook's round-robin one, and hands them out without their seeds.
+grader's *shard store* (:class:`autograder.labs.lab04.instruments.ShardStore`, an actor learner
+code can read from but not change) produces fresh seeded shards for every round, in a seeded,
+uneven placement unlike the notebook's round-robin one, and hands them out without their seeds.
 
 What a job did is read from Ray, by the grader, around each run -- never from the job:
 
