@@ -5,7 +5,8 @@ It holds what a learner needs and nothing that answers a lab: the learner notebo
 ``course/``, and the autograder without its reference implementations -- enough for
 ``autograder.check()`` and ``python -m autograder check`` to run every check that does not
 need the reference (the others are named as measured only by the instructor's grading).
-The bundle installs with pip like the kit itself (same ``pyproject.toml``).
+The bundle installs with pip like the kit itself (same ``pyproject.toml`` and ``setup.py``, which
+puts the learner notebooks in the wheel: each check's points are read from their test cells).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from .grader.nbgrader_run import KIT_ROOT, SetupError
 
 LEFT_OUT = ("reference", "__pycache__", "*.pyc")  # inside autograder/ and course/
+BUILD = ("pyproject.toml", "setup.py")  # how the bundle installs, as the kit does
 ANSWER_MARKS = ("### BEGIN SOLUTION", "### BEGIN HIDDEN TESTS", "autograder.grade(")
 
 README = """\
@@ -51,7 +53,8 @@ def release(dest: Path, root: Path = KIT_ROOT) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
     for folder in ("labs", "course", "autograder"):
         shutil.copytree(root / folder, dest / folder, ignore=ignore)
-    shutil.copy(root / "pyproject.toml", dest)
+    for name in BUILD:
+        shutil.copy(root / name, dest)
     (dest / "README.md").write_text(README)
     written = sorted(p for p in dest.rglob("*") if p.is_file())
     leaks = [str(p.relative_to(dest)) for p in written if any(m in p.read_text(errors="ignore") for m in ANSWER_MARKS)

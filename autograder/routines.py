@@ -142,22 +142,6 @@ def forget(key: str) -> None:
     gc.collect()
 
 
-def armed_fleet(n: int, key_hex: str) -> list[str]:
-    """``n`` armed emulated GPUs (:func:`course.fleet.armed`), as serialized actor handles.
-
-    Only the reference process runs this: the grader forwards the handles to the kernel as
-    opaque text (it never unpickles them); the kernel turns them back into handles. The
-    fleet of an earlier session in this process is released first.
-    """
-    from course import fleet
-
-    connect()
-    fleet.release(STASH.held.get("armed", []))  # one armed fleet per process: a new session replaces the last one's
-    gpus = fleet.armed(int(n), bytes.fromhex(key_hex))
-    STASH.held["armed"] = gpus  # the handles in the kernel do not keep them alive; this process does
-    return [export(a) for a in gpus]
-
-
 def export(handle) -> str:
     """An actor handle as text the grader forwards to the kernel (``{"handle": ...}``), unread."""
     import ray
@@ -166,7 +150,7 @@ def export(handle) -> str:
 
 
 STEPS = {f.__name__: f for f in (connect, address, actors, batches, process_all, method, calls, actor_id,
-                                 tasks_run, release, forget, armed_fleet)}
+                                 tasks_run, release, forget)}
 
 
 def step(fn):

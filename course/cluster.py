@@ -53,31 +53,6 @@ class ClusterInfo:
         return f"{where}: {self.cpus:g} CPU, {self.gpus:g} GPU"
 
 
-class _NoExtras(type):
-    """Ray adds its extra methods to an actor class unless the class already has
-    ``__ray_actor_class__``; kept on the metaclass, it stays out of the class body (which Ray
-    disassembles to identify the class)."""
-
-    @property
-    def __ray_actor_class__(cls):
-        return cls
-
-
-class ClosedActor(metaclass=_NoExtras):
-    """Base class for actors a grader hands to learner code (its emulated GPUs, probes, ledger).
-
-    Ray gives every actor ``__ray_call__``, which runs any function a caller sends *inside*
-    the actor -- one line would read a grader's key or rewrite its records. An actor built on
-    this class has only the methods it defines, plus the two Ray itself needs.
-    """
-
-    def __ray_ready__(self):
-        return True
-
-    def __ray_terminate__(self):
-        ray.actor.exit_actor()
-
-
 def gcs_actor(actor_id: str) -> dict:
     """Ray's own record of an actor (GCS actor table): state, pid, restarts, class, job.
 

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 import ray
 from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
 
-from . import cluster
 
 # Captured at import, like the grader's clocks: a notebook may patch time or os later.
 _clock = time.perf_counter
@@ -179,40 +178,6 @@ def ray_kill(actor, pid: int | None = None) -> tuple[int, float]:
 KILLS = {"sigkill": sigkill, "ray.kill": ray_kill}
 
 
-class Probe(cluster.ClosedActor):
-    """A grader's actor to time recoveries with: ``ping()`` returns its pid; each process notes,
-    on the machine's monotonic clock, when it was constructed and when it was first pinged."""
-
-    def __init__(self):
-        self.born = time.monotonic()
-        self.first_ping = None
-
-    def ping(self):
-        if self.first_ping is None:
-            self.first_ping = time.monotonic()
-        return os.getpid()
-
-    def info(self):
-        return os.getpid(), self.born, self.first_ping
-
-
-def wait_restarted(actor_id: str, old_pid: int, *, timeout_s: float = 60.0, poll_s: float = 0.01) -> int:
-    """The pid of the actor's new process, once Ray's records show it alive in one.
-
-    Read from Ray's actor table (:func:`course.cluster.gcs_actor`), not from the actor.
-    Raises :class:`ActorGone` when it is dead for good or not back within ``timeout_s``.
-    """
-    deadline = _clock() + timeout_s
-    while _clock() < deadline:
-        record = cluster.gcs_actor(actor_id)
-        if record.get("State") == "DEAD":
-            raise ActorGone("the actor died and was not restarted (restarts are off: max_restarts=0)")
-        if record.get("State") == "ALIVE" and record.get("Pid") not in (None, 0, old_pid):
-            return int(record["Pid"])
-        _sleep(poll_s)
-    raise ActorGone(f"the actor was not alive in a new process within {timeout_s:g} s")
-
-
 @dataclass(frozen=True)
 class Recovery:
     """One kill and the recovery after it."""
@@ -302,16 +267,15 @@ def tiny_item(seed: int) -> float:
     return float(out[0])
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
-class Ledger(cluster.ClosedActor):
+class LedgerBook:
     """A durable store standing in for a database: effects are logged, never lost.
 
     ``add(seq, value)`` applies one effect (it is *not* idempotent: calling it twice applies
     twice); ``applied(seq)`` says whether an effect with that sequence number was applied.
     ``arm(seq, pid)`` sets a trap: when the effect for ``seq`` arrives, the ledger records it
     and then SIGKILLs ``pid`` -- the worker dies after its effect landed, before it returned,
-    which is the moment that tells at-least-once from exactly-once. A
-    :class:`course.cluster.ClosedActor`: no ``__ray_call__`` to rewrite its log with.
+    which is the moment that tells at-least-once from exactly-once. As an actor: :data:`Ledger`
+    (the grader's own, closed to learner code, is lab 02's ``autograder/labs/lab02/instruments.py``).
     """
 
     def __init__(self):
@@ -342,6 +306,9 @@ class Ledger(cluster.ClosedActor):
 
     def kills(self) -> list[int]:
         return list(self.fired)
+
+
+Ledger = ray.remote(num_cpus=0, max_restarts=0)(LedgerBook)  # the lesson's ledger: ``faults.Ledger.remote()``
 
 
 @dataclass

@@ -9,15 +9,14 @@
 * :class:`EmulatedGPU` is an actor standing in for one GPU: each call sleeps for the job's
   kernel duration (:func:`course.kernels.emulated`) -- a stand-in, not GPU work.
   :func:`emulated` keeps one such fleet per process for the lessons.
-* :func:`armed` is a grader's own fleet (:class:`ArmedGPU`): its GPUs run only jobs the grader sealed
-  (:func:`seal`) and answer with receipts (:func:`receipt`) no driver can forge, so the
-  grader knows from results alone that every job ran on a GPU for its full duration.
+
+The grader's own fleet -- armed emulated GPUs that run only the jobs it sealed -- is not here but
+with lab 01's grading (``autograder/labs/lab01/instruments.py``); it runs on
+:data:`GRADER_RESOURCE`, which :func:`start` declares.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import random
 from dataclasses import dataclass
@@ -122,7 +121,8 @@ def release(actors) -> None:
 class Job:
     """One call's worth of work for an emulated GPU: sleep ``seconds``, return ``token``.
 
-    ``seal`` is empty for the jobs a lesson makes; a grader's jobs carry one (see :func:`seal`).
+    ``seal`` is empty for the jobs a lesson makes; a grader's jobs carry one
+    (``autograder.labs.lab01.instruments.seal``).
     """
 
     index: int
@@ -136,17 +136,6 @@ def jobs(count: int, seconds: float, seed: int = 0, *, jitter: float = 0.0) -> l
     rng = random.Random(seed)
     return [Job(i, max(0.0, seconds + rng.uniform(-jitter, jitter)), rng.randrange(2**31))
             for i in range(count)]
-
-
-def seal(key: bytes, token: int, seconds: float) -> str:
-    """The grader's seal on a job: an armed emulated GPU runs only jobs whose seal matches, so
-    a driver cannot shorten a job's kernel (``dataclasses.replace(job, seconds=0)``)."""
-    return hmac.new(key, f"job:{int(token)}:{float(seconds)!r}".encode(), hashlib.sha256).hexdigest()[:32]
-
-
-def receipt(key: bytes, token: int) -> int:
-    """What an armed emulated GPU returns for a job it ran: only it (and the grader) can make it."""
-    return int(hmac.new(key, f"done:{int(token)}".encode(), hashlib.sha256).hexdigest()[:15], 16)
 
 
 class EmulatedGPU:
@@ -171,31 +160,6 @@ class EmulatedGPU:
         return job.token
 
 
-class ArmedGPU(EmulatedGPU, cluster.ClosedActor):
-    """A grader's emulated GPU: runs only jobs the grader sealed, answers with receipts.
-
-    Armed once with the grader's key (:meth:`arm`; whoever arms it first keeps it). It refuses
-    a job without the grader's :func:`seal` -- a shortened or invented one -- and returns a
-    :func:`receipt` instead of the token, so a result can only come from a job this GPU really
-    ran for as long as the job asked. A :class:`course.cluster.ClosedActor`: no ``__ray_call__``.
-    """
-
-    def __init__(self):
-        super().__init__()
-        self._key: bytes | None = None
-
-    def arm(self, key_hex: str) -> None:
-        if self._key is not None:
-            raise RuntimeError("this emulated GPU is already armed")
-        self._key = bytes.fromhex(key_hex)
-
-    def process(self, job):
-        if self._key is None or not hmac.compare_digest(str(job.seal), seal(self._key, job.token, job.seconds)):
-            raise ValueError(f"job {job.index} was changed after the grader made it (its seal does not match)")
-        self._sleep(job.seconds)
-        return receipt(self._key, job.token)
-
-
 _fleet: list | None = None  # this process's emulated fleet (lessons)
 
 
@@ -212,14 +176,3 @@ def emulated(n: int | None = None, *, timeout_s: float = 120.0) -> list:
     _fleet = start_actors(EmulatedGPU, max(want, size()), options=emulated_options(), timeout_s=timeout_s)
     return _fleet[:want]
 
-
-def armed(n: int, key: bytes, *, timeout_s: float = 120.0) -> list:
-    """``n`` emulated GPUs for a grader, armed with ``key`` before anyone else holds them.
-
-    They use the grader's own resource (:data:`GRADER_RESOURCE`), so the GPUs a notebook
-    holds cannot keep them from starting.
-    """
-    actors = start_actors(ArmedGPU, n, options={"num_cpus": 0, "num_gpus": 0,
-                                                   "resources": {GRADER_RESOURCE: 1}}, timeout_s=timeout_s)
-    ray.get([a.arm.remote(key.hex()) for a in actors], timeout=timeout_s)
-    return actors

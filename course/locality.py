@@ -13,10 +13,9 @@ node that already held them (*locality*), and how many bytes Ray copied between 
 (new copies of each shard that appeared during the run, from
 ``ray.experimental.get_object_locations``).
 
-While grading, the dataset and the host batch are the grader's: a :class:`ShardStore` makes
-and owns the shards and hands them out without their seeds, and a :class:`HostBatch` is served
-by a :class:`BatchSource` that counts every read; :func:`store_bytes` is the object-store
-counter the grader reads around each run (``autograder/checks/lab04.py``).
+While grading, the dataset and the host batch are the grader's own (a shard store, a host
+batch that counts its reads: ``autograder/labs/lab04/instruments.py``); :func:`store_bytes` is
+the object-store counter the grader reads around each run (``autograder/checks/lab04.py``).
 
 :func:`to_device` is device-level affinity's unit of cost: a host-to-device copy (CuPy), or
 on a CPU machine a host-memory copy standing in for it (labelled so in the lab), counted per
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import hmac
 import os
 import random
 import time
@@ -291,104 +289,16 @@ def measure(job_class, nodes: Sequence[str], placements: dict, *, rounds: int = 
         gc.collect()
 
 
-# -- the grader's dataset ----------------------------------------------------------------------
-
-def _signed(key: bytes, given: str) -> None:
-    if not hmac.compare_digest(bytes.fromhex(str(given)), key):
-        raise PermissionError("only the grader that made this store may change it")
-
-
-@ray.remote(num_cpus=0, max_restarts=0)
-class ShardStore(cluster.ClosedActor):
-    """A grader's dataset: seeded shards it produces and owns, and hands out without their seeds.
-
-    Learner code gets the shards (``shards(name)``) and may read their bytes wherever it
-    likes; only the holder of ``key`` makes, copies and drops them. The store is the owner
-    of every shard, so Ray's object directory for them is the store's (``locations``). A
-    :class:`course.cluster.ClosedActor`: no ``__ray_call__`` to reach its seeds with.
-    """
-
-    def __init__(self, key_hex: str):
-        self._key = bytes.fromhex(key_hex)
-        self._sets: dict[str, list[Shard]] = {}
-
-    def make(self, key_hex: str, name: str, placement: list, seeds: list, images: int) -> None:
-        """Shards ``name``: one per node of ``placement``, the i-th with ``seeds[i]``, made and waited for."""
-        _signed(self._key, key_hex)
-        self._sets[str(name)] = produce(list(placement), [int(x) for x in seeds], int(images))
-
-    def shards(self, name: str) -> list[Shard]:
-        return [replace(sh, seed=None) for sh in self._sets[str(name)]]
-
-    def locations(self, name: str) -> list[list[str]]:
-        return [sorted(n) for n in locations([sh.ref for sh in self._sets[str(name)]])]
-
-    def copy_to(self, key_hex: str, name: str, index: int, node: str) -> None:
-        """A second copy of one shard, on ``node`` (a task there reads it)."""
-        _signed(self._key, key_hex)
-        pull = _touch.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-        ray.get(pull.remote(self._sets[str(name)][int(index)].ref))
-
-    def drop(self, key_hex: str, name: str) -> None:
-        _signed(self._key, key_hex)
-        self._sets.pop(str(name), None)
-
-
-@ray.remote(num_cpus=0)
-def _touch(batch) -> int:
-    return len(batch)
-
-
-def shard_store(key: bytes):
-    """A :class:`ShardStore` on the head node (the node this driver runs on), ready."""
-    store = ShardStore.options(scheduling_strategy=NodeAffinitySchedulingStrategy(here(), soft=False)).remote(key.hex())
-    ray.get(store.__ray_ready__.remote())
-    return store
-
-
 # -- device-level affinity ---------------------------------------------------------------------
 
 _copied = {"bytes": 0}
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
-class BatchSource(cluster.ClosedActor):
-    """A grader's host batch: seeded images it serves, counting every read (``reads``)."""
-
-    def __init__(self, images: int, seed: int):
-        self._batch = kernels.make_batch(int(images), seed=int(seed), device=False)
-        self._reads = 0
-
-    def read(self):
-        self._reads += 1
-        return self._batch
-
-    def reads(self) -> int:
-        return self._reads
-
-
-class HostBatch:
-    """A batch in host memory that a grader serves (:class:`BatchSource`): each read of its
-    bytes -- :func:`to_device`, ``np.asarray`` -- is one copy the grader counts."""
-
-    def __init__(self, source, images: int):
-        self._source, self.images = source, int(images)
-
-    def read(self) -> np.ndarray:
-        return ray.get(self._source.read.remote())
-
-    def __array__(self, dtype=None, copy=None):
-        host = self.read()
-        return host if dtype is None else host.astype(dtype)
-
-    def __len__(self) -> int:
-        return self.images
-
-
 def to_device(batch):
     """Copy a host batch to the device: CuPy's host-to-device copy, or on a CPU a host copy
-    standing in for it. Counted per process (:func:`copied_bytes`)."""
-    host = batch.read() if isinstance(batch, HostBatch) else backend.to_host(batch)
+    standing in for it. Counted per process (:func:`copied_bytes`). A host batch is anything
+    NumPy reads as an array (one a grader serves is read once per call)."""
+    host = np.asarray(backend.to_host(batch))
     _copied["bytes"] += host.nbytes
     return backend.to_device(host) if backend.on_gpu() else np.array(host, copy=True)
 

@@ -17,6 +17,7 @@ from autograder.checks import lab01
 from autograder.reference import lab01 as reference
 from autograder.grader.session import Session
 from autograder.transport import Learner
+from autograder.labs.lab01.instruments import ArmedGPU, receipt, seal
 from course import backend, fleet, kernels
 
 # The bad actor classes below live in this test module, which Ray's workers cannot import.
@@ -83,14 +84,14 @@ def test_jobs_are_seeded_and_an_armed_gpu_runs_only_sealed_jobs():
     start = time.perf_counter()
     assert lesson.process(fleet.Job(0, 0.02, 42)) == 42 and time.perf_counter() - start >= 0.02
     key = bytes(range(32))
-    armed = fleet.ArmedGPU()
+    armed = ArmedGPU()
     with pytest.raises(ValueError, match="seal does not match"):
-        armed.process(fleet.Job(0, 0.0, 42, fleet.seal(key, 42, 0.0)))  # not armed yet: runs nothing
+        armed.process(fleet.Job(0, 0.0, 42, seal(key, 42, 0.0)))  # not armed yet: runs nothing
     armed.arm(key.hex())
     with pytest.raises(RuntimeError, match="already armed"):
         armed.arm(bytes(32).hex())  # whoever arms it first (the grader) keeps it
-    job = fleet.Job(0, 0.02, 42, fleet.seal(key, 42, 0.02))
-    assert armed.process(job) == fleet.receipt(key, 42) != 42
+    job = fleet.Job(0, 0.02, 42, seal(key, 42, 0.02))
+    assert armed.process(job) == receipt(key, 42) != 42
     with pytest.raises(ValueError, match="seal does not match"):
         armed.process(dataclasses.replace(job, seconds=0.0))  # a shortened kernel
     with pytest.raises(ValueError, match="seal does not match"):
@@ -229,7 +230,7 @@ def test_shortened_jobs_are_refused_by_the_grader_gpus():
 def test_the_grader_gpus_cannot_be_entered_by_ray_call():
     def steal(actors, batches):
         key = bytes.fromhex(ray.get(actors[0].__ray_call__.remote(lambda self: self._key.hex())))
-        return [fleet.receipt(key, b.token) for b in batches]
+        return [receipt(key, b.token) for b in batches]
 
     fails("driver-correct", "has no attribute '__ray_call__'", run_pool=steal)
 

@@ -22,6 +22,7 @@ from autograder.checks import for_lab, lab04
 from autograder.reference import lab04 as ref
 from autograder.checks import reference as namespace
 from autograder.grader.session import Session
+from autograder.labs.lab04 import instruments
 from autograder.transport import Learner
 from course import kernels, locality
 
@@ -101,15 +102,15 @@ def test_trace_sees_placement_copies_and_bytes_written(nodes):
 @pytest.mark.slow
 def test_the_grader_store_and_batch_are_closed_to_learner_code(nodes):
     key = b"k" * 32
-    store = locality.shard_store(key)
+    store = instruments.shard_store(key)
     ray.get(store.make.remote(key.hex(), "s", nodes[:2], [11, 12], 64))
     shards = ray.get(store.shards.remote("s"))
     assert [sh.seed for sh in shards] == [None, None] and len(ray.get(store.locations.remote("s"))) == 2
     for sneak in (lambda: store.drop.remote(b"x".hex() * 32, "s"), lambda: store.__ray_call__.remote(print)):
         with pytest.raises((ray.exceptions.RayTaskError, AttributeError, PermissionError)):
             ray.get(sneak())
-    source = locality.BatchSource.remote(8, 3)
-    batch = locality.HostBatch(source, 8)
+    source = instruments.BatchSource.remote(8, 3)
+    batch = instruments.HostBatch(source, 8)
     locality.to_device(batch)
     kernels.process(batch)  # reads the bytes too
     assert ray.get(source.reads.remote()) == 2

@@ -1,5 +1,6 @@
 """Every lab, through real nbgrader: the solution gets full marks, the blank lab gets 0,
-labs/ is what nbgrader generates from solutions/, and test cells match registered checks."""
+labs/ is what nbgrader generates from solutions/ (test cells' points included), and test cells
+match registered checks, whose points are those cells' (autograder/checks/points.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import pytest
 
 from autograder import selfcheck
-from autograder.checks import for_lab
+from autograder.checks import for_lab, points
 from notebooks import ROOT, graded_cells, released, solution, variant
 
 LABS = selfcheck.labs()
@@ -28,9 +29,43 @@ def test_every_lab_has_both_copies():
 
 @pytest.mark.parametrize("lab", LABS)
 def test_test_cells_match_registered_checks(lab):
+    """One test cell per registered check, and no other; each check's points are its cell's,
+    read from the source notebook in the kit (the one place points are written)."""
     cells = graded_cells(solution(lab))
-    checks = {c.grade_id: c.points for c in for_lab(lab).values()}
-    assert cells == checks
+    assert points.notebook(lab) == solution(lab)
+    assert {c.grade_id: c.points for c in for_lab(lab).values()} == cells
+
+
+def test_points_come_from_the_notebook_this_install_has(tmp_path, monkeypatch):
+    """Without solutions/ (a student bundle) the learner's copy in labs/ gives them; without
+    either (a wheel installed without the repository) the copy setup.py puts in the package."""
+    lab = "00_measure"
+    want = graded_cells(solution(lab))
+    kit, packaged = tmp_path / "kit", tmp_path / "notebooks"
+    (kit / "labs" / lab).mkdir(parents=True)
+    shutil.copy(released(lab), kit / "labs" / lab)
+    monkeypatch.setattr(points, "KIT_ROOT", kit)
+    monkeypatch.setattr(points, "PACKAGED", packaged)
+    points.of.cache_clear()
+    try:
+        assert points.notebook(lab) == kit / "labs" / lab / f"{lab}.ipynb" and points.of(lab) == want
+        packaged.mkdir()
+        shutil.move(kit / "labs" / lab / f"{lab}.ipynb", packaged / f"{lab}.ipynb")
+        points.of.cache_clear()
+        assert points.notebook(lab) == packaged / f"{lab}.ipynb" and points.of(lab) == want
+        (packaged / f"{lab}.ipynb").unlink()
+        points.of.cache_clear()
+        with pytest.raises(LookupError, match="no notebook of 00_measure"):
+            points.of(lab)
+    finally:
+        points.of.cache_clear()
+
+
+def test_a_check_without_a_test_cell_says_so():
+    from autograder.checks import Check
+
+    with pytest.raises(LookupError, match="no test cell test-no-such-check"):
+        Check("00_measure", "no-such-check", print).points
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -53,8 +88,12 @@ def test_labs_are_generated_from_solutions(tmp_path):
     for lab in LABS:
         subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force"],
                        cwd=kit, check=True, capture_output=True)
-        assert _cells(kit / "labs" / lab / f"{lab}.ipynb") == _cells(released(lab)), (
+        generated = kit / "labs" / lab / f"{lab}.ipynb"
+        assert _cells(generated) == _cells(released(lab)), (
             f"labs/{lab} is stale: run `nbgrader generate_assignment {lab} --force` and commit labs/")
+        # a bundle reads each check's points from labs/ (autograder/checks/points.py)
+        assert graded_cells(generated) == graded_cells(released(lab)) == graded_cells(solution(lab)), (
+            f"labs/{lab}'s test cells' points are stale: run `nbgrader generate_assignment {lab} --force`")
 
 
 @pytest.mark.slow

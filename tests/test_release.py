@@ -34,6 +34,8 @@ def test_the_bundle_holds_the_learner_copies_and_no_answers(bundle):
     kit = {f for f in _files(ROOT / "autograder") if not f.startswith("reference/")}
     assert _files(bundle / "autograder") == kit
     assert _files(bundle / "course") == _files(ROOT / "course")
+    for name in release.BUILD:
+        assert (bundle / name).read_bytes() == (ROOT / name).read_bytes()
     for lab in released("00_measure").parents[1].iterdir():
         nb = f"{lab.name}/{lab.name}.ipynb"
         assert (bundle / "labs" / nb).read_bytes() == (ROOT / "labs" / nb).read_bytes()
@@ -67,7 +69,8 @@ def test_release_refuses_a_folder_that_is_not_empty_and_labs_with_solutions(bund
     kit = tmp_path / "kit"
     for folder in ("course", "autograder", "labs"):
         shutil.copytree(ROOT / folder, kit / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", kit)
+    for name in release.BUILD:
+        shutil.copy(ROOT / name, kit)
     shutil.copy(solution("00_measure"), kit / "labs" / "00_measure" / "00_measure.ipynb")  # an instructor's slip
     with pytest.raises(SetupError, match="solutions or hidden tests"):
         release.release(tmp_path / "out", kit)

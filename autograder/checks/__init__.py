@@ -5,8 +5,9 @@ through ``session.learner.call(...)`` (and the reference through ``session.refer
 raises ``AssertionError`` with a one-line reason when a target is missed. It runs in the
 grader's process (docs/security/trust-boundary.md); its hidden test cell is
 ``autograder.grade("<name>")``, and its verdict is the grade whatever the kernel shows. The
-check's name is that cell's nbgrader ``grade_id`` without the ``test-`` prefix, so the CLI's
-report, the gradebook and ``autograder.check()`` in a notebook all agree.
+check's name is that cell's nbgrader ``grade_id`` without the ``test-`` prefix, and its points
+are that cell's nbgrader ``points`` (:mod:`autograder.checks.points`, the one place they are
+written), so the CLI's report, the gradebook and ``autograder.check()`` in a notebook all agree.
 """
 
 from __future__ import annotations
@@ -16,19 +17,30 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..labs import load_steps
+from . import points as _points
 
 
 @dataclass(frozen=True)
 class Check:
-    """One graded check: which lab, its name, its points, and the function that runs it."""
+    """One graded check: which lab, its name, and the function that runs it; its points are its
+    test cell's."""
 
     lab: str
     name: str
-    points: float
     fn: Callable
+
     @property
     def grade_id(self) -> str:
         return f"test-{self.name}"
+
+    @property
+    def points(self) -> float:
+        """The points of its test cell ``test-<name>`` (nbgrader's metadata, :mod:`autograder.checks.points`)."""
+        cells = _points.of(self.lab)
+        if self.grade_id not in cells:
+            raise LookupError(f"{self.lab}'s check {self.name!r} has no test cell {self.grade_id} in "
+                              f"{_points.notebook(self.lab)}: its points are that cell's")
+        return cells[self.grade_id]
 
 
 REGISTRY: dict[str, dict[str, Check]] = {}
@@ -71,18 +83,19 @@ class Tiered:
 TIERED: dict[str, list[Tiered]] = {}
 
 
-def register(lab: str, name: str, points: float):
-    """Decorator: record a check function under ``lab`` and ``name``."""
+def register(lab: str, name: str):
+    """Decorator: record a check function under ``lab`` and ``name`` (its points are its test
+    cell's, ``test-<name>``)."""
 
     def wrap(fn):
-        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, points, fn)
+        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, fn)
         return fn
 
     return wrap
 
 
-def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], points: tuple[float, ...],
-          measure: Callable, explain: Callable[[object, float], str]) -> None:
+def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], measure: Callable,
+          explain: Callable[[object, float], str]) -> None:
     """Register one check per tier of one measured ratio.
 
     ``measure(session)`` returns a result with a ``ratio`` (learner / reference, measured
@@ -98,8 +111,8 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], point
 
         return check
 
-    for name, threshold, pts in zip(names, thresholds, points, strict=True):
-        register(lab, name, pts)(tier(threshold))
+    for name, threshold in zip(names, thresholds, strict=True):
+        register(lab, name)(tier(threshold))
     TIERED.setdefault(lab, []).append(Tiered(lab, tuple(names), tuple(thresholds), measure))
 
 

@@ -100,13 +100,13 @@ def _verify(session: Session, workload: Workload, label: str, hint: str, *, defe
         )
 
 
-@register(LAB, "throughput-known-cost", 2)
+@register(LAB, "throughput-known-cost")
 def throughput_known_cost(session):
     """A plain workload: the measurement must match the grader's own timing."""
     _verify(session, _workload(session, 1), "plain workload", "Time repeated calls and divide items by seconds.")
 
 
-@register(LAB, "throughput-sync", 2)
+@register(LAB, "throughput-sync")
 def throughput_sync(session):
     """Work that only finishes on ``backend.sync()``, as GPU kernels do."""
     _verify(session, _workload(session, 2), "asynchronous workload",
@@ -114,14 +114,14 @@ def throughput_sync(session):
             "call course.backend.sync() before reading it.", deferred=True)
 
 
-@register(LAB, "throughput-warmup", 2)
+@register(LAB, "throughput-warmup")
 def throughput_warmup(session):
     """The first calls are slow (compilation, caches); the steady state is what counts."""
     _verify(session, _workload(session, 3, warmup=T.warmup_calls), "workload with a slow start",
             "Discard warm-up calls before timing.")
 
 
-@register(LAB, "throughput-outliers", 2)
+@register(LAB, "throughput-outliers")
 def throughput_outliers(session):
     """Seeded slow outliers: the median resists them, the mean does not."""
     _verify(session, _workload(session, 4, outliers=T.outlier_every, outlier_factor=T.outlier_factor),
@@ -163,7 +163,7 @@ def _choice(session: Session, run, candidates=CANDIDATES) -> int:
     return got
 
 
-@register(LAB, "batch-model", 2)
+@register(LAB, "batch-model")
 def batch_model(session):
     """On two seeded cost models with different best sizes, the sweep must find both.
 
@@ -211,13 +211,13 @@ def measure_sweep(session: Session) -> Sweep:
     return Sweep(choice, {n: m.rate for n, m in sweep.items()})
 
 
-tiers(LAB, ("batch-real-tier1", "batch-real-tier2"), T.batch_tiers, (1, 1), measure_sweep,
+tiers(LAB, ("batch-real-tier1", "batch-real-tier2"), T.batch_tiers, measure_sweep,
       lambda s, need: (f"batch size {s.choice} runs the image kernel at {s.ratio:.2f}x the rate of the "
                        f"best in the grader's sweep ({s.best}: {s.rates[s.best]:,.0f} images/s, every "
                        f"candidate measured interleaved); this tier needs {need:.2f}x"))
 
 
-@register(LAB, "ray-task", 2)
+@register(LAB, "ray-task")
 def ray_task(session):
     """The learner's Ray task returns the right result for inputs the grader chooses."""
     seed, n = session.rng(6).randrange(10_000), session.rng(7).randint(16, 96)

@@ -9,10 +9,10 @@ process -- and timed side by side, interleaved, on the grader's clock:
   own computation), counts its images, and its throughput is compared with the reference
   actor's on fresh batches every round (nothing can be cached);
 * the learner's ``run_pool(actors, batches)`` drives the grader's *armed* emulated GPUs
-  (:func:`course.fleet.armed`: a sleep of known length standing in for a kernel). They run
-  only jobs the grader sealed and answer with receipts no driver can forge, so correct
-  results prove every job ran for its full time, and the grader knows how many GPUs were
-  busy on average -- about 1 for a driver that calls ``ray.get`` in a loop;
+  (:func:`autograder.labs.lab01.instruments.armed`: a sleep of known length standing in for a
+  kernel). They run only jobs the grader sealed and answer with receipts no driver can forge,
+  so correct results prove every job ran for its full time, and the grader knows how many GPUs
+  were busy on average -- about 1 for a driver that calls ``ray.get`` in a loop;
 * the learner's ``fit_overhead`` must recover seeded overheads from synthetic data, is then
   fitted to the grader's own trivial-call sweep of the learner's driver, and
   ``predict_throughput`` must predict the driver's measured rate at two kernel durations.
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from course import fleet, kernels
 
 from ..labs.lab01 import LAB
+from ..labs.lab01.instruments import receipt, seal
 from ..targets import LAB01 as T
 from ..transport import Learner, named, stashed
 from . import reference, register, tiers
@@ -157,7 +158,7 @@ def _worker(session: Session) -> WorkerRun:
     return session.memo(measure_worker, lambda: measure_worker(session))
 
 
-@register(LAB, "worker-correct", 2)
+@register(LAB, "worker-correct")
 def worker_correct(session):
     """The learner's actor returns the kernel's per-image results for seeded batches."""
     run = _worker(session)
@@ -165,7 +166,7 @@ def worker_correct(session):
         raise AssertionError(run.wrong)
 
 
-@register(LAB, "worker-state", 1)
+@register(LAB, "worker-state")
 def worker_state(session):
     """The actor keeps state between calls: it counts every image it has processed."""
     run = _worker(session)
@@ -185,7 +186,7 @@ def _worker_measured(session: Session) -> WorkerRun:
     return run
 
 
-tiers(LAB, ("worker-tier1", "worker-tier2"), T.worker_tiers, (1, 1), _worker_measured,
+tiers(LAB, ("worker-tier1", "worker-tier2"), T.worker_tiers, _worker_measured,
       lambda r, need: (f"your actor processes images at {r.ratio:.2f}x the rate of the reference actor, "
                        f"measured side by side on {T.worker_batches} fresh batches of {T.worker_batch_size} "
                        f"per round; this tier needs {need:.2f}x (do one-off work such as warm-up in "
@@ -211,7 +212,7 @@ class Fleet:
         for i in range(count):
             s = max(0.0, seconds + self._rng.uniform(-jitter, jitter)) if jitter else seconds
             token = self._rng.randrange(2**62)
-            out.append([i, s, token, fleet.seal(self.session.key, token, s)])
+            out.append([i, s, token, seal(self.session.key, token, s)])
         return out
 
     def drive(self, side: Learner, k: int, jobs: list, who: str = "run_pool") -> float:
@@ -219,7 +220,7 @@ class Fleet:
         seconds, got = side.timed("run_pool", {"handles": self.handles[:k]}, {"jobs": jobs},
                                   what=f"{who}(actors, batches)", returns="integers",
                                   timeout_s=self.session.call_timeout_s)
-        expected = [fleet.receipt(self.session.key, token) for _, _, token, _ in jobs]
+        expected = [receipt(self.session.key, token) for _, _, token, _ in jobs]
         if got != expected:
             if sorted(got) == sorted(expected):
                 why = "in a different order: return each batch's result at the batch's position"
@@ -266,13 +267,13 @@ def _driver(session: Session) -> DriverRun:
     return session.memo(measure_driver, lambda: measure_driver(session))
 
 
-@register(LAB, "driver-correct", 2)
+@register(LAB, "driver-correct")
 def driver_correct(session):
     """run_pool returns every batch's result, in batch order, each from a GPU that ran it."""
     _driver(session)
 
 
-@register(LAB, "driver-concurrency", 2)
+@register(LAB, "driver-concurrency")
 def driver_concurrency(session):
     """The driver keeps the fleet busy (the jobs' kernel time over the grader's wall time)."""
     run = _driver(session)
@@ -282,7 +283,7 @@ def driver_concurrency(session):
             f"{run.busy:.1f} were busy (needs ≥ {T.min_busy_fraction * run.n:g}): {ANTI_PATTERN}")
 
 
-tiers(LAB, ("driver-tier1", "driver-tier2"), T.driver_tiers, (1, 1), _driver,
+tiers(LAB, ("driver-tier1", "driver-tier2"), T.driver_tiers, _driver,
       lambda r, need: (f"run_pool drives {r.n} emulated GPUs at {r.ratio:.2f}x the reference driver's rate, "
                        f"measured side by side ({T.long_kernel_s * 1e3:g} ms kernels, {r.busy:.1f} GPUs busy on "
                        f"average); this tier needs {need:.2f}x: "
@@ -370,13 +371,13 @@ def _model(session: Session, t_kernel: float, salt: int) -> None:
             f"your run_pool at {measured:,.0f} calls/s (needs {low:g}–{high:g}x the prediction): {why}")
 
 
-@register(LAB, "model-short-kernel", 2)
+@register(LAB, "model-short-kernel")
 def model_short_kernel(session):
     """Model vs the grader's re-measurement at the short kernel (driver-bound regime)."""
     _model(session, T.short_kernel_s, 5)
 
 
-@register(LAB, "model-long-kernel", 2)
+@register(LAB, "model-long-kernel")
 def model_long_kernel(session):
     """Model vs the grader's re-measurement at the long kernel (GPU-bound regime)."""
     _model(session, T.long_kernel_s, 6)

@@ -1,9 +1,10 @@
 """Checks for 02_restart_recovery: every point here is earned under injected failures.
 
 All grader-side (see :mod:`autograder.checks`). The grader's reference process starts the
-lab's Ray and the learner's kernel joins it; the grader's own actors -- a probe and a ledger --
-are :class:`course.cluster.ClosedActor` s (no ``__ray_call__``), and the grader finds the
-process to kill in Ray's own actor table, never by asking where learner code runs.
+lab's Ray and the learner's kernel joins it; the grader's own actors -- a probe and a ledger
+(:mod:`autograder.labs.lab02.instruments`) -- are closed to learner code (no ``__ray_call__``),
+and the grader finds the process to kill in Ray's own actor table, never by asking where
+learner code runs.
 
 * **latency**: the learner's ``recovery_latency(actor, kill)`` gets the grader's probe actor
   and a ``kill`` the grader performs itself (SIGKILL of the worker process, or
@@ -87,7 +88,7 @@ def _one_latency(session: Session, how: str, retries: int) -> str | None:
     return None
 
 
-@register(LAB, "latency-sigkill", 2)
+@register(LAB, "latency-sigkill")
 def latency_sigkill(session):
     """The learner's recovery latency after the grader SIGKILLs the actor's process.
 
@@ -97,7 +98,7 @@ def latency_sigkill(session):
         raise AssertionError(reason)
 
 
-@register(LAB, "latency-raykill", 2)
+@register(LAB, "latency-raykill")
 def latency_raykill(session):
     """... and after ``ray.kill(actor, no_restart=False)``, which returns before the old process is gone.
 
@@ -164,7 +165,7 @@ def _checkpoint(session: Session) -> dict:
     return session.memo(measure_checkpoint, lambda: measure_checkpoint(session))
 
 
-@register(LAB, "checkpoint-resume", 3)
+@register(LAB, "checkpoint-resume")
 def checkpoint_resume(session):
     """After each SIGKILL the actor resumes from a real, consistent checkpoint; the end state is right."""
     run = _checkpoint(session)
@@ -186,7 +187,7 @@ def checkpoint_resume(session):
                              f"{run['final']}; the grader's truth is ({len(xs)}, {sum(xs)})")
 
 
-@register(LAB, "checkpoint-interval", 2)
+@register(LAB, "checkpoint-interval")
 def checkpoint_interval(session):
     """Work redone after each kill is at most one checkpoint interval."""
     run = _checkpoint(session)
@@ -258,7 +259,7 @@ def _why_lost(lost: dict) -> str:
     return f"e.g. {count} with: {reason}"
 
 
-@register(LAB, "chaos-complete", 3)
+@register(LAB, "chaos-complete")
 def chaos_complete(session):
     """>= 1,000 items under repeated worker kills: every item completes with the right value."""
     report, expected, kill_at = _chaos(session)
@@ -277,7 +278,7 @@ def chaos_complete(session):
                              "failure was not tested")
 
 
-@register(LAB, "chaos-exactly-once", 3)
+@register(LAB, "chaos-exactly-once")
 def chaos_exactly_once(session):
     """... and no effect was applied twice; every item that returned has its one effect in the ledger."""
     report, expected, kill_at = _chaos(session)

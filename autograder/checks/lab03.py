@@ -117,13 +117,13 @@ def _measured(session: Session, kind: str) -> dict:
     return session.memo(("policy", kind), run)
 
 
-@register(LAB, "resources-enforced", 2)
+@register(LAB, "resources-enforced")
 def resources_enforced(session):
     """Custom resources: no tenant ever holds more GPUs than its quota, each flooding alone and together."""
     _enforced(_measured(session, "resources"), "its tenant resource")
 
 
-@register(LAB, "resources-isolation", 2)
+@register(LAB, "resources-isolation")
 def resources_isolation(session):
     """Custom resources: the quiet tenants keep their throughput while the noisy one floods."""
     _isolated(_measured(session, "resources"))
@@ -138,14 +138,14 @@ def _overhead_tiers(kind: str, names: tuple, thresholds: tuple, how: str) -> Non
         return (f"overhead: with {how} the saturated pool ran {m['overhead']:.2f}x the kernels/s of no quotas "
                 f"(e.g. {a:.1f} vs {b:.1f}/s, interleaved); this tier needs ≥ {need:.2f}x")
 
-    tiers(LAB, names, thresholds, (1, 1), lambda session: Overhead(_measured(session, kind)), explain)
+    tiers(LAB, names, thresholds, lambda session: Overhead(_measured(session, kind)), explain)
 
 
 _overhead_tiers("resources", ("resources-overhead-tier1", "resources-overhead-tier2"), T.overhead_tiers,
                 "custom-resource quotas")
 
 
-@register(LAB, "groups-enforced", 2)
+@register(LAB, "groups-enforced")
 def groups_enforced(session):
     """Placement groups: no tenant ever holds more GPUs than its quota."""
     _enforced(_measured(session, "groups"), "its placement group")
@@ -211,7 +211,7 @@ def _check_quota(obj, ns: str, gpus: int) -> None:
         raise AssertionError(f"spec.hard[{GPU_QUOTA_KEY!r}] is {hard[GPU_QUOTA_KEY]!r}; expected {gpus}, the GPUs asked for")
 
 
-@register(LAB, "manifest-by-hand", 2)
+@register(LAB, "manifest-by-hand")
 def manifest_by_hand(session):
     """The learner's hand-written ResourceQuota: valid (strict schema) and right field by field,
     for two namespaces and GPU counts drawn per run."""
@@ -244,7 +244,7 @@ def _manifests(session: Session) -> list:
     return session.memo(measure_manifests, lambda: measure_manifests(session))
 
 
-@register(LAB, "manifests-valid", 2)
+@register(LAB, "manifests-valid")
 def manifests_valid(session):
     """Every manifest passes the Kubernetes schemas (strict) or the KubeRay/Kueue field checks."""
     for quotas, objs in _manifests(session):
@@ -254,7 +254,7 @@ def manifests_valid(session):
             raise AssertionError(f"for quotas {quotas}: {exc}") from None
 
 
-@register(LAB, "manifests-quotas", 1)
+@register(LAB, "manifests-quotas")
 def manifests_quotas(session):
     """One ResourceQuota per tenant namespace with requests.nvidia.com/gpu = its quota; they sum to the pool."""
     for quotas, objs in _manifests(session):
@@ -268,7 +268,7 @@ def manifests_quotas(session):
             raise AssertionError(f"for quotas {quotas}: the tenants' GPU quotas sum to {total}, not the pool of {T.pool}")
 
 
-@register(LAB, "manifests-gpu-limits", 1)
+@register(LAB, "manifests-gpu-limits")
 def manifests_gpu_limits(session):
     """GPU workers set whole-number nvidia.com/gpu limits; each namespace caps GPUs per container."""
     for quotas, objs in _manifests(session):
@@ -287,7 +287,7 @@ def manifests_gpu_limits(session):
                             f"limits {k8s.GPU} = {value!r}; GPU workers need a whole number ≥ 1 in limits")
 
 
-@register(LAB, "manifests-fit", 1)
+@register(LAB, "manifests-fit")
 def manifests_fit(session):
     """Each tenant's RayCluster fits its quota and is queued in a Kueue LocalQueue whose ClusterQueue has that quota."""
     for quotas, objs in _manifests(session):

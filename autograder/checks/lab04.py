@@ -2,9 +2,9 @@
 
 All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: its reference
 process starts the emulated multi-node cluster, and the learner's kernel joins it. The
-grader's *shard store* (:class:`course.locality.ShardStore`, an actor learner code can read
-from but not change) produces fresh seeded shards for every round, in a seeded, uneven
-placement unlike the notebook's round-robin one, and hands them out without their seeds.
+grader's *shard store* (:class:`autograder.labs.lab04.instruments.ShardStore`, an actor learner
+code can read from but not change) produces fresh seeded shards for every round, in a seeded,
+uneven placement unlike the notebook's round-robin one, and hands them out without their seeds.
 
 What a job did is read from Ray, by the grader, around each run -- never from the job:
 
@@ -159,7 +159,7 @@ class Dataset:
 
 # ---------------------------------------------------------------- shard_nodes
 
-@register(LAB, "shard-nodes", 2)
+@register(LAB, "shard-nodes")
 def shard_nodes_correct(session):
     """shard_nodes(refs) names every node holding a copy of each object, as Ray's directory does."""
     data = Dataset(session)
@@ -243,7 +243,7 @@ def _pinned(session: Session) -> Pinned:
     return session.memo(measure_pinned, lambda: measure_pinned(session))
 
 
-@register(LAB, "pinned-correct", 2)
+@register(LAB, "pinned-correct")
 def pinned_correct(session):
     """Every shard of the grader's is processed, with the right result (checksums)."""
     _pinned(session)  # a wrong result fails the measurement itself
@@ -259,19 +259,19 @@ def _locality(session: Session, tier: float) -> None:
             "each shard, not by node ids or positions from the notebook")
 
 
-@register(LAB, "pinned-locality-tier1", 2)
+@register(LAB, "pinned-locality-tier1")
 def pinned_locality_tier1(session):
     """Locality ≥ the first tier on the grader's placement."""
     _locality(session, T.locality_tiers[0])
 
 
-@register(LAB, "pinned-locality-tier2", 2)
+@register(LAB, "pinned-locality-tier2")
 def pinned_locality_tier2(session):
     """Locality ≥ the top tier on the grader's placement."""
     _locality(session, T.locality_tiers[1])
 
 
-@register(LAB, "pinned-bytes", 2)
+@register(LAB, "pinned-bytes")
 def pinned_bytes(session):
     """Bytes moved between nodes ≤ a fraction of the naive placement's, same run."""
     m = _pinned(session)
@@ -282,14 +282,14 @@ def pinned_bytes(session):
                              f"(limit {T.bytes_vs_naive}× = {limit / 2**20:.1f} MiB)")
 
 
-tiers(LAB, ("pinned-throughput-tier1", "pinned-throughput-tier2"), T.throughput_tiers, (1, 1), _pinned,
+tiers(LAB, ("pinned-throughput-tier1", "pinned-throughput-tier2"), T.throughput_tiers, _pinned,
       lambda m, need: (f"PinnedJob processed {m.ratio:.2f}× the reference job's images/s (median of "
                        f"{T.rounds} interleaved rounds); needs ≥ {need}×"))
 
 
 # ---------------------------------------------------------------- ResidentWorker, link bytes
 
-@register(LAB, "resident-copies", 2)
+@register(LAB, "resident-copies")
 def resident_copies(session):
     """A resident worker reads its host batch once, however often it runs, and is right."""
     seed = session.rng(5).randrange(2**31)
@@ -311,7 +311,7 @@ def resident_copies(session):
                              "calls; a resident worker copies once, in __init__ (locality.to_device)")
 
 
-@register(LAB, "link-bytes", 1)
+@register(LAB, "link-bytes")
 def link_bytes(session):
     """link_bytes_per_s agrees with the formula on inputs the grader draws."""
     import math

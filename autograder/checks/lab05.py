@@ -125,7 +125,7 @@ def plans(session: Session) -> list[Planned]:
     return session.memo("plans", ask)
 
 
-@register(LAB, "plan-limit", 3)
+@register(LAB, "plan-limit")
 def plan_limit(session):
     """Scenarios in which each resource binds (in a drawn order): the plan names it."""
     for p in plans(session):
@@ -140,7 +140,7 @@ def _within(got, want: float, slack: float) -> bool:
     return isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - want) <= max(T.plan_band * want, slack)
 
 
-@register(LAB, "plan-size", 2)
+@register(LAB, "plan-size")
 def plan_size(session):
     """GPUs and CPU workers within the band of the grader's model (or one node's GPUs)."""
     for p in plans(session):
@@ -150,7 +150,7 @@ def plan_size(session):
                                      f"needs {p.theirs[key]:,} (allowed ±{T.plan_band:.0%} or ±{slack:g})")
 
 
-@register(LAB, "plan-batch", 2)
+@register(LAB, "plan-batch")
 def plan_batch(session):
     """The batch size with the best per-GPU rate, and the actors per GPU that hide the per-call overhead."""
     for p in plans(session):
@@ -221,7 +221,7 @@ def measure_pool(session: Session) -> PoolRun:
     return PoolRun(_wrong(values, seed, T.correct_images), len(pool), batches)
 
 
-@register(LAB, "pipeline-correct", 2)
+@register(LAB, "pipeline-correct")
 def pipeline_correct(session):
     """Every image of the grader's seeded set, processed right, in order."""
     run = session.memo(measure_pool, lambda: measure_pool(session))
@@ -229,7 +229,7 @@ def pipeline_correct(session):
         raise AssertionError(run.wrong)
 
 
-@register(LAB, "pipeline-actor-pool", 2)
+@register(LAB, "pipeline-actor-pool")
 def pipeline_actor_pool(session):
     """The model runs in a pool of ``actors`` replicas (Ray's actor table), not a task per batch."""
     run = session.memo(measure_pool, lambda: measure_pool(session))
@@ -301,7 +301,7 @@ def measure_throughput(session: Session) -> Throughput:
     return Throughput(min(ratio, whole_ratio), problems[0] if problems else None)
 
 
-tiers(LAB, ("pipeline-throughput-tier1", "pipeline-throughput-tier2"), T.throughput_tiers, (2, 2),
+tiers(LAB, ("pipeline-throughput-tier1", "pipeline-throughput-tier2"), T.throughput_tiers,
       measure_throughput,
       lambda r, need: (f"{r.wrong}; a round with wrong results or without an actor pool counts as 0" if r.wrong else
                        f"your pipeline ran at {r.ratio:.2f}x the reference pipeline's images/s (median of "

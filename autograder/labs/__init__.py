@@ -1,4 +1,4 @@
-"""What every side of a grading knows about each lab: its spec, and its kit steps.
+"""What every side of a grading knows about each lab: its spec, its kit steps, its instruments.
 
 One package per lab, ``autograder/labs/labNN/``. Its ``__init__`` is the lab's *spec*: plain
 facts that the grader, the reference process and the learner's kernel all read --
@@ -9,7 +9,9 @@ facts that the grader, the reference process and the learner's kernel all read -
 * ``LEARNER_NAMES``, the learner functions and classes the checks call (each gets a deadline).
 
 Its ``steps`` module, where the lab has one, holds the lab's own kit steps
-(:mod:`autograder.routines`), run in the kernel and in the reference process alike. Nothing
+(:mod:`autograder.routines`), run in the kernel and in the reference process alike; its
+``instruments`` module, the grader's own Ray actors those steps make (closed to learner code:
+:mod:`autograder.labs.instruments`), which the lab's Ray workers import from here. Nothing
 here imports the grader's side (:mod:`autograder.checks`, :mod:`autograder.grader.session`, the
 reference implementations): the learner's kernel imports this package while it is graded, and
 ``tests/test_layers.py`` holds the direction.

@@ -1,6 +1,6 @@
 """02_restart_recovery's kit steps (:mod:`autograder.routines`): learner classes as actors and
-the chaos run on the kernel's side; the grader's probe and ledger, and its kills, on the
-reference process's side. Imported by both; they decide nothing (the checks do)."""
+the chaos run on the kernel's side; the grader's probe and ledger (:mod:`.instruments`), and its
+kills, on the reference process's side. Imported by both; they decide nothing (the checks do)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from course import cluster, faults
 from ...routines import export, step
 from ...stash import STASH
 from ...targets import LAB02 as T
+from ..instruments import ClosedActor
+from .instruments import Ledger, Probe, wait_restarted
 
 
 # --- kit steps: the kernel's side (learner classes as actors) -----------------------------------
@@ -78,7 +80,7 @@ def probe(retries: int) -> str:
     cluster.start()
     key = f"probe{retries}"
     if key not in STASH.held:
-        STASH.held[key] = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=int(retries))(faults.Probe).remote()
+        STASH.held[key] = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=int(retries))(Probe).remote()
     return export(STASH.held[key])
 
 
@@ -110,8 +112,8 @@ def probe_recovered(retries: int, old_pid: int) -> list:
 
 
 def _grader_classes() -> set[str]:
-    """Names of the grader's own actor classes (every :class:`course.cluster.ClosedActor`)."""
-    out, todo = set(), [cluster.ClosedActor]
+    """Names of the grader's own actor classes (every :class:`~autograder.labs.instruments.ClosedActor`)."""
+    out, todo = set(), [ClosedActor]
     while todo:
         for sub in todo.pop().__subclasses__():
             out.add(sub.__name__)
@@ -163,7 +165,7 @@ def kill_actor(actor_id: str, what: str) -> int:
 def await_restart(actor_id: str, old_pid: int) -> int:
     """Reference side: the learner's actor's new pid, once Ray's records show it alive again."""
     try:
-        return faults.wait_restarted(actor_id, int(old_pid), timeout_s=T.restart_timeout_s)
+        return wait_restarted(actor_id, int(old_pid), timeout_s=T.restart_timeout_s)
     except faults.ActorGone as exc:
         raise AssertionError(f"did not come back after a kill: {exc}") from None
 
@@ -172,7 +174,7 @@ def await_restart(actor_id: str, old_pid: int) -> int:
 def ledger() -> str:
     """Reference side: a fresh ledger (the grader's ground truth for the chaos run), exported."""
     cluster.start()
-    STASH.held["ledger"] = faults.Ledger.remote()
+    STASH.held["ledger"] = Ledger.remote()
     return export(STASH.held["ledger"])
 
 

@@ -1,5 +1,5 @@
 """04_data_affinity's kit steps (:mod:`autograder.routines`): the grader's emulated cluster,
-shard store and host batch on the reference process's side; the learner's jobs, shard lookup
+shard store and host batch (:mod:`.instruments`) on the reference process's side; the learner's jobs, shard lookup
 and resident worker driven alike on both. Imported by both; they decide nothing (the checks do)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from course import locality
 
 from ...routines import export, step
 from ...stash import STASH
+from . import instruments
 
 
 # ---------------------------------------------------------------- kit steps
@@ -27,7 +28,7 @@ def node_ids() -> list[str]:
 @step
 def shard_store(key_hex: str) -> str:
     """Reference process: the grader's shard store, as a handle to forward."""
-    store = locality.shard_store(bytes.fromhex(key_hex))
+    store = instruments.shard_store(bytes.fromhex(key_hex))
     STASH.held.setdefault("lab04", []).append(store)
     return export(store)
 
@@ -105,7 +106,7 @@ def ask_shard_nodes(fn, store, name: str) -> list:
 def batch_source(images: int, seed: int) -> str:
     """Reference process: a grader-served host batch, as a handle to forward."""
     locality.start()
-    source = locality.BatchSource.remote(images, seed)
+    source = instruments.BatchSource.remote(images, seed)
     STASH.held.setdefault("lab04", []).append(source)
     return export(source)
 
@@ -115,7 +116,7 @@ def resident(cls, source, images: int, calls: int) -> list:
     """A ``cls`` worker built on the grader's host batch, and its ``run()`` results ``calls`` times."""
     from course import backend
 
-    worker = cls(locality.HostBatch(source, images))
+    worker = cls(instruments.HostBatch(source, images))
     return [backend.to_host(worker.run()) for _ in range(int(calls))]
 
 
