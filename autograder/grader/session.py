@@ -39,7 +39,7 @@ class Session:
             int(env_seed) if env_seed else random.SystemRandom().randrange(2**31))
         self.call_timeout_s = call_timeout_s()  # read now: instructors and tests set it per run
         self.learner = learner or Learner()
-        self.key = secrets.token_bytes(32)  # seals the grader's jobs (course.fleet.seal)
+        self.key = secrets.token_bytes(32)  # seals the grader's jobs (autograder.labs.lab01.instruments.seal)
         self.verdicts: dict[str, Result] = {}
         self._memo: dict = {}
         self._lock = threading.Lock()
