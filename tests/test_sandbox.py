@@ -8,7 +8,6 @@ grades every lab in it; tests/test_sandbox_attacks.py grades hostile notebooks.)
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -253,34 +252,35 @@ def test_a_control_group_caps_memory_held_in_tmpfs_and_reaps_what_is_left(tmp_pa
     assert killed >= 3 and not any(f.exists() for f in group.folders)
 
 
-@pytest.mark.parametrize("free_below", range(6))  # so that each fd the reference process opens lands on 9 once
-def test_a_descriptor_handed_in_on_the_filters_number_still_arrives(tmp_path, free_below):
-    """The reference process gets two descriptors (bubblewrap's report, its code in a memory
-    file); when the grader happens to have the numbers below the seccomp filter's open, one of
-    them lands on the number the launch shell opens the filter on. Both are moved above it
-    (:func:`sandbox.passable`), so the process still starts (seen: "could not start its
-    reference process", depending on how many files the grader had open)."""
-    _require()
+FILL_THEN_START = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from autograder.grader import sandbox
     from autograder.grader.reference_process import ReferenceProcess
-
-    first, held = sandbox.SECCOMP_FD - free_below, []  # the lowest free number from here on
-    moved = {}
-    for fd in range(first, sandbox.SECCOMP_FD + 4):  # what the test runner keeps there, set aside
+    first, held = sandbox.SECCOMP_FD - int(sys.argv[1]), []  # the lowest free number from here on
+    for fd in range(first, sandbox.SECCOMP_FD + 4):
         try:
-            moved[fd] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100)
             os.close(fd)
         except OSError:
             pass
     while (fd := os.open(os.devnull, os.O_RDONLY)) < first:
         held.append(fd)
     os.close(fd)
+    ReferenceProcess("00_measure", sandbox_dir=Path(sys.argv[2])).close()
+    print("started")
+""")
+
+
+@pytest.mark.parametrize("free_below", range(6))  # so that each fd the reference process opens lands on 9 once
+def test_a_descriptor_handed_in_on_the_filters_number_still_arrives(tmp_path, free_below):
+    """The reference process gets two descriptors (bubblewrap's report, its code in a memory
+    file); when the grader happens to have the numbers below the seccomp filter's open, one of
+    them lands on the number the launch shell opens the filter on. Both are moved above it
+    (:func:`sandbox.passable`), so the process still starts (seen: "could not start its
+    reference process", depending on how many files the grader had open). The numbers are
+    filled in a fresh process of its own, not this test runner's."""
+    _require()
     os.chmod(tmp_path, 0o755)
-    try:
-        ref = ReferenceProcess("00_measure", sandbox_dir=tmp_path)
-        ref.close()
-    finally:
-        for fd in held:
-            os.close(fd)
-        for fd, copy in moved.items():
-            os.dup2(copy, fd)
-            os.close(copy)
+    out = subprocess.run([sys.executable, "-c", FILL_THEN_START, str(free_below), str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.stdout.strip() == "started", out.stderr[-1500:]
