@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
+import numpy as np
 import ray
 
 from course import backend, kernels
@@ -29,11 +28,11 @@ class ImageWorker:
         self.images += len(batch)
         return out
 
-    def images_processed(self) -> int:
+    def images_processed(self):
         return self.images
 
 
-def run_pool(actors, batches, depth: int = 2):
+def run_pool(actors, batches, depth=2):
     """Results of ``actor.process(batch)`` for every batch, in batch order.
 
     Pipelined: every actor always has ``depth`` calls queued, and ``ray.wait`` hands the
@@ -78,8 +77,7 @@ def fit_overhead(n_actors, throughputs):
     With no kernel the model is ``1 / t_overhead`` at every N, and the least-squares fit of
     log throughput is the geometric mean of the per-point ``1 / throughput``.
     """
-    logs = [math.log(1.0 / r) for r in throughputs]
-    return math.exp(sum(logs) / len(logs))
+    return float(np.exp(np.mean(np.log(1.0 / np.asarray(throughputs, dtype=float)))))
 
 
 class _HalfSpeedWorker(ImageWorker):
@@ -93,7 +91,7 @@ def degraded() -> dict:
     actor that waits as long as it worked, and a driver that feeds only half the actors. A tier
     this copy passes cannot tell good work from half-speed work on this machine."""
 
-    def half_pool(actors, batches, depth: int = 2):
+    def half_pool(actors, batches, depth=2):
         return run_pool(list(actors)[:max(1, len(actors) // 2)], batches, depth)
 
     return {**globals(), "ImageWorker": _HalfSpeedWorker, "run_pool": half_pool}

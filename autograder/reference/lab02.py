@@ -12,7 +12,7 @@ from ray.exceptions import GetTimeoutError, RayActorError
 from course import faults
 
 
-def recovery_latency(actor, kill) -> float:
+def recovery_latency(actor, kill):
     """Seconds from ``kill()`` to the first call answered by a *new* process of ``actor``.
 
     ``actor.ping()`` returns the pid of the process that answered. The old process may still
@@ -63,7 +63,6 @@ class CheckpointedAccumulator:
         return self.count, self.total
 
 
-@ray.remote(max_restarts=-1, max_task_retries=-1)
 class PipelineWorker:
     """Exactly-once effects from at-least-once delivery: retries on, updates keyed by seq.
 
@@ -79,3 +78,7 @@ class PipelineWorker:
         if not ray.get(self.ledger.applied.remote(seq)):
             ray.get(self.ledger.add.remote(seq, value))
         return value
+
+
+# an actor whose calls are retried (at-least-once delivery) and which restarts after any crash
+PipelineWorker = ray.remote(max_restarts=-1, max_task_retries=-1)(PipelineWorker)

@@ -2,35 +2,34 @@
 
 from __future__ import annotations
 
+from ray.util import placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
 from course import k8s
 
 
-def quota_resources(quotas: dict) -> dict:
+def quota_resources(quotas):
     """The node's custom resources: one unit of ``tenant_<name>`` per GPU of quota."""
     return {f"tenant_{t}": q for t, q in quotas.items()}
 
 
-def resource_options(tenant: str) -> dict:
+def resource_options(tenant):
     """Each kernel of ``tenant`` also takes one unit of its tenant resource."""
     return {"resources": {f"tenant_{tenant}": 1}}
 
 
-def tenant_groups(quotas: dict) -> dict:
+def tenant_groups(quotas):
     """One placement group per tenant reserving ``quota`` one-GPU bundles."""
-    from ray.util import placement_group
-
     return {t: placement_group([{"GPU": 1}] * q, strategy="PACK", name=f"tenant-{t}")
             for t, q in quotas.items()}
 
 
-def group_options(tenant: str, groups: dict) -> dict:
+def group_options(tenant, groups):
     """Each kernel of ``tenant`` runs in one of its group's bundles."""
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
     return {"scheduling_strategy": PlacementGroupSchedulingStrategy(groups[tenant])}
 
 
-def gpu_quota_by_hand(namespace: str, gpus: int) -> dict:
+def gpu_quota_by_hand(namespace, gpus):
     """A ResourceQuota capping ``namespace``'s GPU requests at ``gpus``, written out field by field."""
     return {
         "apiVersion": "v1",
@@ -40,7 +39,7 @@ def gpu_quota_by_hand(namespace: str, gpus: int) -> dict:
     }
 
 
-def tenant_manifests(quotas: dict) -> list:
+def tenant_manifests(quotas):
     """The same policy on Kubernetes: per tenant a namespace, quota (the hand-written one), limit
     range, queues and a RayCluster."""
     objs = [k8s.resource_flavor()]
@@ -63,10 +62,10 @@ def degraded() -> dict:
     placement group holds half its quota. Under a saturating load either runs half the kernels
     at once; an overhead tier this policy passes cannot tell a quota from half a quota here."""
 
-    def half_options(tenant: str) -> dict:
+    def half_options(tenant):
         return {"resources": {f"tenant_{tenant}": 2}}
 
-    def half_groups(quotas: dict) -> dict:
+    def half_groups(quotas):
         return tenant_groups({t: max(1, q // 2) for t, q in quotas.items()})
 
     return {**globals(), "resource_options": half_options, "tenant_groups": half_groups}

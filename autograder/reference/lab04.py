@@ -10,7 +10,7 @@ from course import kernels, locality
 from . import at_half_speed
 
 
-def shard_nodes(refs) -> list[set]:
+def shard_nodes(refs):
     """The nodes holding a copy of each object, from Ray's object directory."""
     found = ray.experimental.get_object_locations(list(refs))
     return [set(found.get(r, {}).get("node_ids") or []) for r in refs]
@@ -25,7 +25,8 @@ class Worker:
 
 
 @ray.remote(num_cpus=1)
-def process_task(batch):
+def process_shard(batch):
+    """One shard, processed wherever Ray runs this task."""
     return locality.process(batch)
 
 
@@ -46,7 +47,7 @@ class TaskJob:
         pass
 
     def run(self, shards):
-        return ray.get([process_task.remote(sh.ref) for sh in shards])
+        return ray.get([process_shard.remote(sh.ref) for sh in shards])
 
 
 class PinnedJob:
@@ -57,9 +58,8 @@ class PinnedJob:
                         for n in nodes}
 
     def run(self, shards):
-        held = shard_nodes([sh.ref for sh in shards])
         refs = []
-        for sh, nodes in zip(shards, held):
+        for sh, nodes in zip(shards, shard_nodes([sh.ref for sh in shards])):
             node = next((n for n in sorted(nodes) if n in self.workers), None)
             worker = self.workers[node] if node else next(iter(self.workers.values()))
             refs.append(worker.run.remote(sh.ref))
@@ -76,7 +76,7 @@ class ResidentWorker:
         return kernels.process(self.images)
 
 
-def link_bytes_per_s(images_per_s: float, image_bytes: int, nodes: int, locality_fraction: float) -> float:
+def link_bytes_per_s(images_per_s, image_bytes, nodes, locality_fraction):
     """Bytes per second each node's link carries when a fraction of the bytes is processed remotely.
 
     The remote share of the input stream, split evenly over the nodes' links.

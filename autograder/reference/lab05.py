@@ -10,13 +10,13 @@ import ray.data
 from course import pipeline
 
 
-def scale(measured: dict, px: int, fixed: float) -> float:
-    """How a per-image rate measured at ``base_px`` moves to ``px``: a fraction ``fixed`` of an
-    image's time does not depend on its pixels, the rest grows with px²."""
-    return 1 / (fixed + (1 - fixed) * (px / measured["base_px"]) ** 2)
+def scale(measured, image_px, fixed):
+    """How a per-image rate measured at ``base_px`` moves to ``image_px``: a fraction ``fixed`` of
+    an image's time does not depend on its pixels, the rest grows with px²."""
+    return 1 / (fixed + (1 - fixed) * (image_px / measured["base_px"]) ** 2)
 
 
-def per_gpu(measured: dict, image_px: int, batch_size: int) -> tuple[float, int, bool]:
+def per_gpu(measured, image_px, batch_size):
     """(images/s one GPU delivers at this batch size, actors per GPU, whether the per-call
     overhead leaves it idle even with the most actors allowed)."""
     rate = measured["kernel_images_per_s"][str(batch_size)] * scale(measured, image_px, measured["model_fixed_fraction"])
@@ -26,12 +26,12 @@ def per_gpu(measured: dict, image_px: int, batch_size: int) -> tuple[float, int,
     return min(rate, actors * batch_size / (measured["call_overhead_s"] + busy)), actors, need > actors
 
 
-def cpu_rate(measured: dict, image_px: int) -> float:
+def cpu_rate(measured, image_px):
     """images/s one CPU worker decodes and resizes at this size."""
     return measured["cpu_images_per_s"] * scale(measured, image_px, measured["cpu_fixed_fraction"])
 
 
-def node_capacity(measured: dict, image_px: int, batch_size: int) -> dict:
+def node_capacity(measured, image_px, batch_size):
     """images/s one node can sustain, per resource: its GPUs (or their per-call overhead), its
     CPU workers decoding, its network link carrying the JPEGs; GPUs are discounted for the time
     a failure costs (detection + restart)."""
@@ -43,7 +43,7 @@ def node_capacity(measured: dict, image_px: int, batch_size: int) -> dict:
             "network": measured["link_bytes_per_s"] / jpeg}
 
 
-def plan(target: float, image_px: int, measured: dict) -> dict:
+def plan(target, image_px, measured):
     """GPUs, actors per GPU, batch size and CPU workers for ``target`` images/s, and the limit."""
     sizes = sorted(int(b) for b in measured["kernel_images_per_s"])
     batch = max(sizes, key=lambda b: (per_gpu(measured, image_px, b)[0], -b))
@@ -56,15 +56,12 @@ def plan(target: float, image_px: int, measured: dict) -> dict:
             "limit": limit, "node": node, "gpu_images_per_s": gpu}
 
 
-def build_pipeline(seed: int, n: int, batch_size: int, actors: int, model=pipeline.Model, pre=pipeline.preprocess,
-                   source=None):
+def build_pipeline(seed, n, batch_size, actors):
     """Generated JPEGs -> CPU decode and resize -> the network in a pool of ``actors`` model replicas."""
-    ds = pipeline.images(seed, n)
-    if source is not None:
-        ds = ds.map_batches(source, fn_kwargs={"seed": int(seed)}, batch_size=None)
-    return (ds.map_batches(pre, batch_size=batch_size)
-            .map_batches(model, batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=actors),
-                         **pipeline.actor_options(actors)))
+    return (pipeline.images(seed, n)
+            .map_batches(pipeline.preprocess, batch_size=batch_size)
+            .map_batches(pipeline.Model, batch_size=batch_size,
+                         compute=ray.data.ActorPoolStrategy(size=actors), **pipeline.actor_options(actors)))
 
 
 # ---------------------------------------------------------------- the degraded copy (calibrate)
@@ -94,8 +91,11 @@ def degraded() -> dict:
     """The reference made slower on purpose, for ``python -m autograder calibrate``: every stage
     (generating the JPEGs, decoding them, the network) does its work twice."""
 
-    def slow_pipeline(seed, n, batch_size, actors):
-        return build_pipeline(seed, n, batch_size, actors, model=_ModelTwice, pre=_preprocess_twice,
-                              source=_generate_again)
+    def slow_pipeline(seed, n, batch_size, actors):  # build_pipeline, each stage doing its work twice
+        return (pipeline.images(seed, n)
+                .map_batches(_generate_again, fn_kwargs={"seed": int(seed)}, batch_size=None)
+                .map_batches(_preprocess_twice, batch_size=batch_size)
+                .map_batches(_ModelTwice, batch_size=batch_size,
+                             compute=ray.data.ActorPoolStrategy(size=actors), **pipeline.actor_options(actors)))
 
     return {**globals(), "build_pipeline": slow_pipeline}
