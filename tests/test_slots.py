@@ -133,3 +133,12 @@ def test_sandboxed_code_cannot_widen_its_cores_beyond_its_slot(tmp_path):
     assert out.returncode == 0, out.stderr[-1500:]
     allowed, asked, after = __import__("json").loads(out.stdout)
     assert allowed == list(mine) and after == list(mine), (allowed, asked, after)
+
+
+def test_a_calibration_copys_report_is_found_among_what_its_workers_printed():
+    from autograder.grader.fair_timing import _report
+
+    out = '(MapWorker pid=7) loading\n{\n  "runs": 2,\n  "checks": [\n    {\n      "separates": true\n    }\n  ]\n}\n(raylet) done\n'
+    assert _report(out) == {"runs": 2, "checks": [{"separates": True}]}
+    with pytest.raises(ValueError):
+        _report("(raylet) the copy died before its report\n")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -48,9 +49,10 @@ def measure(lab: str | None, workers: int, runs: int) -> dict[str, bool]:
     for k, proc in enumerate(copies):
         out, err = proc.communicate()
         try:
-            found = json.loads(out)["checks"]
+            found = _report(out)["checks"]
         except (ValueError, KeyError):
-            raise RuntimeError(f"calibration copy {k} failed: {err[-800:]}") from None
+            raise RuntimeError(f"calibration copy {k} (cores {cores[k]}) ended with code {proc.returncode} and no "
+                               f"report: {(err or out)[-800:]}") from None
         for line in err.splitlines():
             if line.strip():
                 print(f"[slot {k}, cores {cores[k]}] {line}", flush=True)
@@ -58,6 +60,15 @@ def measure(lab: str | None, workers: int, runs: int) -> dict[str, bool]:
             key = f"{check['lab']}/{check['check']}"
             verdict[key] = verdict.get(key, True) and bool(check["separates"])
     return verdict
+
+
+def _report(out: str) -> dict:
+    """calibrate's JSON report: the object that starts on a line of its own (``{``), after whatever
+    else the copy's Ray workers printed to its stdout."""
+    starts = [m.start() for m in re.finditer(r"^\{$", out, re.M)]
+    if not starts:
+        raise ValueError("no JSON report")
+    return json.JSONDecoder().raw_decode(out[starts[-1]:])[0]
 
 
 def record(workers: int, verdict: dict[str, bool], path: Path = RECORD) -> None:
