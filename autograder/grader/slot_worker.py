@@ -63,9 +63,9 @@ class Graded:
     cores: tuple[int, ...] = ()
 
 
-def pack(scratch: Path) -> dict[str, bytes]:
-    """The scratch course's files (a handful of small regular files) as bytes."""
-    return {str(p.relative_to(scratch)): p.read_bytes() for p in sorted(scratch.rglob("*")) if p.is_file()}
+def pack(folder: Path) -> dict[str, bytes]:
+    """The regular files under ``folder`` (a scratch course, an autograded folder) as bytes, by relative path."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def unpack(files: dict[str, bytes], root: Path) -> None:
@@ -146,13 +146,10 @@ def main(root: Path) -> None:
         outcome = nbgrader_run.autograde(scratch, job.assignment, job.student, cpus=cores, **job.limits)
     finally:
         changed = untouchable.restore()
-    folder = scratch / "autograded" / job.student / job.assignment
-    files, left = {}, []
     with tempfile.TemporaryDirectory(prefix="autograder-back-") as tmp:  # bring_back's checks, then read
-        left = scratch_course.bring_back(scratch, Path(tmp), job.student, job.assignment) if folder.is_dir() else []
+        left = scratch_course.bring_back(scratch, Path(tmp), job.student, job.assignment)
         back = Path(tmp) / "autograded" / job.student / job.assignment
-        if back.is_dir():
-            files = {str(p.relative_to(back)): p.read_bytes() for p in sorted(back.rglob("*")) if p.is_file()}
+        files = pack(back) if back.is_dir() else {}
     graded = Graded(outcome, files, left, changed)
     (root / "graded.pickle").write_bytes(pickle.dumps(graded))
 
