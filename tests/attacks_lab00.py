@@ -36,6 +36,7 @@ import random
 import nbformat
 
 from notebooks import released, solution
+from autograder.targets import LAB00
 
 LAB = "00_measure"
 SEED = 20250611
@@ -64,7 +65,7 @@ def _typed_in() -> tuple[dict, int, int, int, list]:
     for salt in (1, 2, 3, 4):
         r = _rng(salt)
         items = r.randint(4, 64)
-        seconds[items] = r.uniform(0.01, 0.025)
+        seconds[items] = r.uniform(*LAB00.workload_seconds)
     best = _rng(5).choice(CANDIDATES[1:4])
     seed, n = _rng(6).randrange(10_000), _rng(7).randint(16, 96)
     values = backend.to_host(kernels.process(kernels.make_batch(n, seed=seed)))
@@ -105,9 +106,9 @@ def replay(seed):
     for salt in (1, 2, 3, 4):
         r = random.Random(seed * 1000 + salt)
         items = r.randint(4, 64)
-        seconds[items] = r.uniform(0.01, 0.025)
+        seconds[items] = r.uniform(LOW, HIGH)
     return seconds, random.Random(seed * 1000 + 5).choice((16, 32, 64))
-'''
+'''.replace("LOW, HIGH", repr(LAB00.workload_seconds)[1:-1])
 
 SKIP_GRADED_CELLS = '''
 def _skip_graded(lines):  # every hidden test cell starts "# Graded (N points)": run `pass` instead

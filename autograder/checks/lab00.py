@@ -82,7 +82,7 @@ class Workload:
 
 def _workload(session: Session, salt: int, **kw) -> Workload:
     rng = session.rng(salt)
-    return Workload(rng.randint(4, 64), rng.uniform(0.01, 0.025), seed=rng.randrange(2**31), **kw)
+    return Workload(rng.randint(4, 64), rng.uniform(*T.workload_seconds), seed=rng.randrange(2**31), **kw)
 
 
 def _verify(session: Session, workload: Workload, label: str, hint: str, *, deferred=False) -> None:
