@@ -91,7 +91,7 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
     """
     import __main__
 
-    from .checks import for_lab
+    from .grader.catalog import for_lab
     from .report import print_report
     from .grader.session import local
     from .stash import STASH

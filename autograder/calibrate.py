@@ -5,7 +5,7 @@ fails it every time, on the machine that grades. For every tiered (measured) che
 the grader's own measurement -- the same rounds, interleaved as grading interleaves them, a
 fresh seed each run -- twice per run: the reference against itself, and a deliberately
 degraded copy of the reference against the reference (half its speed, or the worst choice:
-each lab's ``autograder.reference.labNN.degraded()``). It reports min / median / max of both
+each lab's ``autograder/labs/labNN/reference``'s ``degraded()``). It reports min / median / max of both
 ratios and whether the top tier separated them in every run.
 
 A lab's checks module may also define ``calibrate(session)``, returning lines about numbers behind
@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 
 from course import backend
 
-from .checks import TIERED, for_lab, module_for, tiered
+from .checks import TIERED
+from .grader.catalog import checks_module, for_lab, tiered
 from .labs import needs_ray, ray_start
 from .selfcheck import labs
 
@@ -76,12 +77,11 @@ def _start_ray(lab: str) -> None:
 
 def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degraded")) -> list[Calibration]:
     """Every tiered measurement of ``lab``, ``runs`` times for each of ``copies``, on fresh seeds."""
-    from .checks import reference as namespace
+    from .grader.catalog import reference as namespace
     from .grader.session import Session
     from .transport import Learner
 
-    reference = importlib.import_module(f"autograder.reference.lab{lab[:2]}")
-    made = {"reference": lambda: namespace(lab), "degraded": reference.degraded}
+    made = {"reference": lambda: namespace(lab), "degraded": lambda: namespace(lab)["degraded"]()}
     copies = {kind: made[kind]() for kind in copies}
     out = [Calibration(lab, t.name, t.thresholds) for t in tiered(lab)]
     _start_ray(lab)
@@ -103,10 +103,10 @@ def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degrad
 
 def notes(lab: str) -> list[str]:
     """The lab module's own calibration lines (numbers behind its untiered checks), if any."""
-    module = importlib.import_module(module_for(lab))
+    module = importlib.import_module(checks_module(lab))
     if not hasattr(module, "calibrate"):
         return []
-    from .checks import reference as namespace
+    from .grader.catalog import reference as namespace
     from .grader.session import Session
     from .transport import Learner
 

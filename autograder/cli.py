@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
             if not answer_keys():
                 raise SetupError(f"this is a student bundle: `{args.command}` needs the instructor's kit "
-                                 "(the repository, with solutions/ and autograder/reference/)")
+                                 "(the repository, with solutions/ and each lab's reference/)")
         if args.command == "grade":
             from .grader import cohort
 

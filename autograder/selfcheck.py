@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import pkgutil
 import shutil
 import sys
 import tempfile
@@ -29,17 +28,16 @@ STUDENT = "learner"
 def answer_keys(root: Path = KIT_ROOT) -> bool:
     """Whether this install is the instructor's kit (hidden tests in ``solutions/``, reference
     implementations), not a student bundle (``python -m autograder release``)."""
-    return (root / "solutions").is_dir() and importlib.util.find_spec("autograder.reference") is not None
+    return (root / "solutions").is_dir() and importlib.util.find_spec("autograder.labs.lab00.reference") is not None
 
 
 def labs(root: Path = KIT_ROOT) -> list[str]:
     """The lab ids the kit ships: folders of ``solutions/``, or in a bundle its checks' labs."""
     if (root / "solutions").is_dir():
         return sorted(p.name for p in (root / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
-    from . import checks
+    from .labs import all_labs
 
-    mods = (m.name for m in pkgutil.iter_modules(checks.__path__) if m.name.startswith("lab"))
-    return sorted(importlib.import_module(f"{checks.__name__}.{m}").LAB for m in mods)
+    return all_labs()
 
 
 def lab_of(notebook: Path, lab: str | None) -> str:

@@ -15,7 +15,7 @@ node that already held them (*locality*), and how many bytes Ray copied between 
 
 While grading, the dataset and the host batch are the grader's own (a shard store, a host
 batch that counts its reads: ``autograder/labs/lab04/instruments.py``); :func:`store_bytes` is
-the object-store counter the grader reads around each run (``autograder/checks/lab04.py``).
+the object-store counter the grader reads around each run (``autograder/labs/lab04/checks.py``).
 
 :func:`to_device` is device-level affinity's unit of cost: a host-to-device copy (CuPy), or
 on a CPU machine a host-memory copy standing in for it (labelled so in the lab), counted per

@@ -19,7 +19,7 @@ reproducible grades (README), so that the typed-in answers below are the ones a 
 would have read in an earlier graded run's feedback.
 
 Known hole, open (issue 11), tested cheaply in ``tests/test_install.py`` instead of graded here:
-the kit ships its reference solutions, so ``from autograder.reference import lab00`` in a blank
+the kit ships its reference solutions, so ``from autograder.labs.lab00 import reference`` in a blank
 lab and submitting them as one's own earns full marks until learners get a bundle without them.
 
 Known limit, by design (not graded here; it was a strict xfail that cost a grading per CI run):
@@ -36,7 +36,7 @@ import random
 import nbformat
 
 from notebooks import released, solution
-from autograder.targets import LAB00
+from autograder.labs.lab00.targets import TARGETS as LAB00
 
 LAB = "00_measure"
 SEED = 20250611
@@ -141,7 +141,7 @@ ATTACKS["skip-other-ways"] = _blank(
 import ast, builtins, sys
 import autograder
 from autograder import checks
-from autograder.checks import lab00
+from autograder.labs.lab00 import checks as lab00
 
 class _DropGraderCalls(ast.NodeTransformer):  # lab00.<check>(...) and autograder.grade(...) -> None
     def visit_Call(self, node):
@@ -188,8 +188,8 @@ ATTACKS["patch-grader-in-kernel"] = _blank(
     after={"setup": ['''
 import itertools, time
 from autograder import harness
-from autograder.checks import lab00
-from autograder.reference import lab00 as reference
+from autograder.labs.lab00 import checks as lab00
+from autograder.labs.lab00 import reference as reference
 from course import bench, kernels
 
 _tick = itertools.count()
@@ -312,7 +312,7 @@ except (KeyError, ValueError):
         if hasattr(autograder, "grade"):
             autograder.grade("throughput-known-cost")
         else:
-            from autograder.checks import lab00
+            from autograder.labs.lab00 import checks as lab00
             lab00.throughput_known_cost(throughput)
     except AssertionError as failure:
         SECONDS, BEST = replay(int(re.search(r"seed (\\d+)", str(failure)).group(1)))

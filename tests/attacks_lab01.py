@@ -31,7 +31,7 @@ ATTACKS["l01-skip-and-noop"] = dict(
 import autograder
 from autograder import agent, checks
 from autograder.grader import session
-from autograder.checks import lab01
+from autograder.labs.lab01 import checks as lab01
 
 def _skip_graded(lines):  # every hidden test cell starts "# Graded (N points)": run `pass` instead
     return ["pass\\n"] if any(line.startswith("# Graded (") for line in lines[:1]) else lines
@@ -70,7 +70,7 @@ class ImageWorker:
 
 import time as _time
 from autograder import routines
-from autograder.reference import lab01 as _reference
+from autograder.labs.lab01 import reference as _reference
 from course import bench as _bench, kernels as _kernels
 
 _slow = _reference.ImageWorker.process

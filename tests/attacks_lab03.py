@@ -1,6 +1,6 @@
 """Hostile lab 03 submissions (same shape as :mod:`attacks_lab00`), graded as a cohort by
 ``tests/test_attacks.py``. The issue's original lab 03 attack -- a blank lab replacing every
-function of ``autograder.checks.lab03`` with a no-op -- scored 15/15 when the checks ran in the
+function of ``autograder.labs.lab03.checks`` with a no-op -- scored 15/15 when the checks ran in the
 learner's kernel. A leaking quota is measured, with its message, by the grader's own harness in
 ``tests/test_checks_lab03.py``: what the kernel patches never reaches that harness."""
 
@@ -18,7 +18,7 @@ ATTACKS["l03-noop-checks"] = dict(
     after={"setup": ['''
 import autograder
 from autograder import agent, checks
-from autograder.checks import lab03
+from autograder.labs.lab03 import checks as lab03
 
 _noop = lambda *a, **k: None  # noqa: E731
 for _name in dir(lab03):
@@ -29,5 +29,5 @@ for _check in checks.REGISTRY[lab03.LAB].values():
 autograder.grade = agent.grade = _noop
 ''']},
     honest=set(),
-    why="every function of autograder.checks.lab03, every registered check and grade() replaced by no-ops",
+    why="every function of autograder.labs.lab03.checks, every registered check and grade() replaced by no-ops",
 )

@@ -1,7 +1,7 @@
 """Hostile lab 04 submissions (same shape as :mod:`attacks_lab00`), graded as a cohort by
 ``tests/test_attacks.py``: none may score a point its honest part did not earn.
 
-Lab 04 is graded behind the trust boundary (``autograder/checks/lab04.py``): the grader owns
+Lab 04 is graded behind the trust boundary (``autograder/labs/lab04/checks.py``): the grader owns
 the emulated cluster and the shards (fresh, seeded, handed out without seeds); locality and
 bytes moved come from Ray's object directory and object-store counters read around each run,
 results are matched by content digest, and a resident worker's reads are counted by the
@@ -114,7 +114,7 @@ ATTACKS["l04-noop-and-skip"] = dict(
 import autograder
 from autograder import agent, checks
 from autograder.grader import session
-from autograder.checks import lab04
+from autograder.labs.lab04 import checks as lab04
 
 def _skip_graded(lines):  # every hidden test cell starts "# Graded (N points)": run `pass` instead
     return ["pass\\n"] if any(line.startswith("# Graded (") for line in lines) else lines

@@ -1,7 +1,7 @@
 """Hostile lab 05 submissions (same shape as :mod:`attacks_lab00`), graded as a cohort by
 ``tests/test_attacks.py``: none may score a point its honest part did not earn.
 
-Lab 05 is graded behind the trust boundary (``autograder/checks/lab05.py``): ``plan`` is asked
+Lab 05 is graded behind the trust boundary (``autograder/labs/lab05/checks.py``): ``plan`` is asked
 about the grader's own seeded scenarios and compared with the grader's model; the kit runs
 ``build_pipeline`` in the kernel on fresh seeds, the values are compared with the grader's own
 computation, the pool actors (``MapWorker(...)``) of the learner's job are read from Ray's
@@ -25,7 +25,7 @@ what they computed. A real Ray Data pool of identity replicas over values comput
 passes ``pipeline-actor-pool``; the work still runs, in the kernel, and is timed.
 
 Known hole, not graded here (issue 11, as lab 00): the kit ships its reference solutions, so
-``from autograder.reference import lab05`` (or ``autograder.checks.lab05.namespace(LAB)``) in a
+``from autograder.labs.lab05 import reference`` (or ``autograder.labs.lab05.checks.namespace(LAB)``) in a
 blank lab hands ``plan`` the grader's own model until learners get the student bundle.
 """
 

@@ -185,10 +185,10 @@ def attack(T, who, only=None, skip=(), save=True):
     attempt("write-course-gradebook", write(os.path.join(T["course"], "gradebook.db")))
     attempt("read-other-student", read(T["other_submission"]))
     attempt("write-other-student", write(T["other_submission"]))
-    attempt("list-kit-reference", listing(os.path.join(T["kit"], "autograder", "reference")))
-    attempt("read-kit-reference", read(os.path.join(T["kit"], "autograder", "reference", T["reference_file"])))
+    attempt("list-kit-reference", listing(os.path.dirname(os.path.join(T["kit"], "autograder", T["reference_file"]))))
+    attempt("read-kit-reference", read(os.path.join(T["kit"], "autograder", T["reference_file"])))
     for i, k in enumerate(T["other_kits"]):
-        attempt(f"read-installed-kit-reference-{i}", read(os.path.join(k, "autograder", "reference", T["reference_file"])))
+        attempt(f"read-installed-kit-reference-{i}", read(os.path.join(k, "autograder", T["reference_file"])))
     attempt("write-kit-course-package", write(os.path.join(T["kit"], "course", "__init__.py")))
     attempt("create-kit-module", write(os.path.join(T["kit"], "autograder", f"{mark}.py")))
     import site, sysconfig

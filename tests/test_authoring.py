@@ -48,7 +48,7 @@ def test_the_walkthrough_adds_a_check_in_two_files_and_grades_it(tmp_path):
     for name in ("autograder", "course", "solutions"):
         shutil.copytree(ROOT / name, kit / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "nbgrader_config.py", kit)
-    checks = kit / "autograder" / "checks" / "lab00.py"
+    checks = kit / "autograder" / "labs" / "lab00" / "checks.py"
     checks.write_text(checks.read_text() + "\n\n" + _block("check"))
     subprocess.run([sys.executable, "-c", _block("cell")], cwd=kit, check=True, timeout=60)
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", LAB, "--force"], cwd=kit, check=True,

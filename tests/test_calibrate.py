@@ -8,9 +8,9 @@ import importlib
 import pytest
 
 from autograder import calibrate, cli
-from autograder.checks import tiered
+from autograder.grader.catalog import tiered
 from autograder.labs import learner_names
-from autograder.checks import reference as namespace
+from autograder.grader.catalog import reference as namespace
 from autograder.selfcheck import labs
 from notebooks import extended
 
@@ -24,7 +24,7 @@ def test_every_lab_with_tiers_is_calibrated():
 @pytest.mark.parametrize("lab", TIERED_LABS)
 def test_the_degraded_copy_replaces_only_learner_objects(lab):
     reference = namespace(lab)
-    degraded = importlib.import_module(f"autograder.reference.lab{lab[:2]}").degraded()
+    degraded = importlib.import_module(f"autograder.labs.lab{lab[:2]}.reference").degraded()
     changed = {k for k in degraded if degraded[k] is not reference.get(k)}
     assert changed, f"{lab}'s degraded() changes nothing"
     # only what the grader calls by name (its learner functions and classes) differs
@@ -68,7 +68,7 @@ def test_json_is_json_and_the_table_goes_to_stderr_as_it_is_measured(monkeypatch
 def test_at_half_speed_waits_as_long_as_the_call_took():
     import time
 
-    from autograder.reference import at_half_speed
+    from autograder.labs.degrade import at_half_speed
 
     slowed = at_half_speed(lambda x: (time.sleep(0.05), x)[1])
     start = time.perf_counter()

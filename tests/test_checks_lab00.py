@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from autograder.checks import lab00
-from autograder.reference import lab00 as reference
+from autograder.labs.lab00 import checks as lab00
+from autograder.labs.lab00 import reference as reference
 from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import backend

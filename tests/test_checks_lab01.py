@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import ray
 
-from autograder.checks import lab01
-from autograder.reference import lab01 as reference
+from autograder.labs.lab01 import checks as lab01
+from autograder.labs.lab01 import reference as reference
 from autograder.grader.session import Session
 from autograder.transport import Learner
 from autograder.labs.lab01.instruments import ArmedGPU, receipt, seal

@@ -17,8 +17,8 @@ import pytest
 import ray
 from ray import cloudpickle
 
-from autograder.checks import lab02
-from autograder.reference import lab02 as ref
+from autograder.labs.lab02 import checks as lab02
+from autograder.labs.lab02 import reference as ref
 from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import faults

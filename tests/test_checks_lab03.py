@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from autograder.checks import lab03
-from autograder.reference import lab03 as ref
+from autograder.labs.lab03 import checks as lab03
+from autograder.labs.lab03 import reference as ref
 from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import k8s, tenancy
@@ -38,7 +38,7 @@ def test_alt_quotas_split_the_pool_differently():
 
 
 def test_points():
-    from autograder.checks import for_lab
+    from autograder.grader.catalog import for_lab
 
     checks = for_lab(lab03.LAB)
     measured = {n for n in checks if n.startswith(("resources-", "groups-"))}

@@ -18,9 +18,10 @@ import pytest
 import ray
 from ray import cloudpickle
 
-from autograder.checks import for_lab, lab04
-from autograder.reference import lab04 as ref
-from autograder.checks import reference as namespace
+from autograder.grader.catalog import for_lab
+from autograder.labs.lab04 import checks as lab04
+from autograder.labs.lab04 import reference as ref
+from autograder.grader.catalog import reference as namespace
 from autograder.grader.session import Session
 from autograder.labs.lab04 import instruments
 from autograder.transport import Learner

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from autograder import selfcheck
-from autograder.checks import for_lab, lab05
-from autograder.reference import lab05 as ref
+from autograder.grader.catalog import for_lab
+from autograder.labs.lab05 import checks as lab05
+from autograder.labs.lab05 import reference as ref
 from autograder.grader.session import Session
 from notebooks import cell_source, variant
 

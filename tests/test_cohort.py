@@ -315,7 +315,7 @@ def test_feedback_pages_and_the_cohort_report_say_what_the_grader_found(tmp_path
     ben = (course / "feedback" / "ben" / "00_measure" / feedback.NAME).read_text()
     assert "expected 42" in ben and "&lt;b&gt;tier 1 only&lt;/b&gt;" in ben and "<b>tier 1 only</b>" not in ben
     assert "<b>0/4</b> points" in ben and "2.0 h late: 1 point(s) deducted" in ben
-    from autograder.checks import descriptions
+    from autograder.grader.catalog import descriptions
 
     assert descriptions("00_measure")["ray-task"]  # from the check's docstring
     assert "measured and passed" in (course / "feedback" / "ann" / "00_measure" / feedback.NAME).read_text()

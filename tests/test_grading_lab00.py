@@ -173,7 +173,7 @@ def test_every_student_gets_feedback_and_the_instructor_a_cohort_report(graded):
     """The cohort run's feedback pages carry every check and the grader's own message for each
     failure (dave's hangs: the call deadline); the report has its figures and each check."""
     from autograder.grader import cohort_report, feedback
-    from autograder.checks import for_lab
+    from autograder.grader.catalog import for_lab
 
     _, rows, course = graded
     checks = for_lab(LAB)

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from autograder import selfcheck
-from autograder.checks import for_lab, points
+from autograder.checks import points
+from autograder.grader.catalog import for_lab
 from notebooks import ROOT, graded_cells, released, solution, variant
 
 LABS = selfcheck.labs()

@@ -16,8 +16,8 @@ sentences too):
 * It is **quoted** when it stands inside double quotes or in a ``>`` blockquote: the claims
   this course tests are quoted to be measured, not asserted.
 * Anything else must be in ``EXEMPT`` below, with the reason it needs no source (the notebook
-  prints it, it is a grading target in ``autograder/targets.py``, it is the lab's own set-up or
-  a definition). A grading target's value is checked against ``autograder/targets.py``, and an
+  prints it, it is a grading target in its lab's ``targets.py``, it is the lab's own set-up or
+  a definition). A grading target's value is checked against that file, and an
   exemption no sentence uses any more fails too, so the list stays true.
 """
 
@@ -48,7 +48,7 @@ QUOTE = re.compile(r'"[^"\n]*"|“[^”]*”')
 CODE_SPAN = re.compile(r"`[^`]*`")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*(\"“`])")
 
-TARGET = "grading target, autograder/targets.py "
+TARGET = "grading target, autograder/labs/<lab>/targets.py "
 
 
 def target(name: str) -> str:
@@ -58,29 +58,29 @@ def target(name: str) -> str:
 
 # (lab, the number as written, text of its sentence, why it needs no citation)
 EXEMPT = [
-    ("00_measure", "15 %", "Each must come within", target("LAB00.rel_tolerance")),
-    ("00_measure", "0.6×", "the best it measured", target("LAB00.batch_tiers")),
-    ("00_measure", "0.8×", "the best it measured", target("LAB00.batch_tiers")),
-    ("01_actor_scaling", "0.5×", "with the reference actor", target("LAB01.worker_tiers")),
-    ("01_actor_scaling", "0.7×", "with the reference actor", target("LAB01.worker_tiers")),
-    ("01_actor_scaling", "0.5×", "that of the reference driver", target("LAB01.driver_tiers")),
-    ("01_actor_scaling", "0.8×", "that of the reference driver", target("LAB01.driver_tiers")),
-    ("01_actor_scaling", "25 %", "seeded overhead (within", target("LAB01.fit_tolerance")),
-    ("01_actor_scaling", "0.8×", "must be 0.8× to 2× the prediction", target("LAB01.model_band")),
-    ("01_actor_scaling", "2×", "must be 0.8× to 2× the prediction", target("LAB01.model_band")),
-    ("01_actor_scaling", "2 ms", "a **short** one", target("LAB01.short_kernel_s")),
-    ("01_actor_scaling", "50 ms", "a **long** one", target("LAB01.long_kernel_s")),
-    ("03_quotas", "4×", "keeps 4× its quota in flight", target("LAB03.flood_factor")),
-    ("03_quotas", "0.45×", "the quiet tenants keep", target("LAB03.isolation_min")),
-    ("03_quotas", "0.5×", "with quotas vs without", target("LAB03.overhead_tiers")),
-    ("03_quotas", "0.75×", "with quotas vs without", target("LAB03.overhead_tiers")),
-    ("03_quotas", "0.5×", "with the groups vs without", target("LAB03.groups_overhead_tiers")),
-    ("03_quotas", "0.75×", "with the groups vs without", target("LAB03.groups_overhead_tiers")),
+    ("00_measure", "15 %", "Each must come within", target("rel_tolerance")),
+    ("00_measure", "0.6×", "the best it measured", target("batch_tiers")),
+    ("00_measure", "0.8×", "the best it measured", target("batch_tiers")),
+    ("01_actor_scaling", "0.5×", "with the reference actor", target("worker_tiers")),
+    ("01_actor_scaling", "0.7×", "with the reference actor", target("worker_tiers")),
+    ("01_actor_scaling", "0.5×", "that of the reference driver", target("driver_tiers")),
+    ("01_actor_scaling", "0.8×", "that of the reference driver", target("driver_tiers")),
+    ("01_actor_scaling", "25 %", "seeded overhead (within", target("fit_tolerance")),
+    ("01_actor_scaling", "0.8×", "must be 0.8× to 2× the prediction", target("model_band")),
+    ("01_actor_scaling", "2×", "must be 0.8× to 2× the prediction", target("model_band")),
+    ("01_actor_scaling", "2 ms", "a **short** one", target("short_kernel_s")),
+    ("01_actor_scaling", "50 ms", "a **long** one", target("long_kernel_s")),
+    ("03_quotas", "4×", "keeps 4× its quota in flight", target("flood_factor")),
+    ("03_quotas", "0.45×", "the quiet tenants keep", target("isolation_min")),
+    ("03_quotas", "0.5×", "with quotas vs without", target("overhead_tiers")),
+    ("03_quotas", "0.75×", "with quotas vs without", target("overhead_tiers")),
+    ("03_quotas", "0.5×", "with the groups vs without", target("groups_overhead_tiers")),
+    ("03_quotas", "0.75×", "with the groups vs without", target("groups_overhead_tiers")),
     ("04_data_affinity", "4 MiB", "1,024 seeded 64×64 images",
      "a definition: 1,024 images × 64 × 64 one-byte pixels = 4 MiB (course/locality.py SHARD_IMAGES)"),
-    ("04_data_affinity", "0.25×", "those of the naive job", target("LAB04.bytes_vs_naive")),
-    ("04_data_affinity", "0.4×", "the reference `PinnedJob`", target("LAB04.throughput_tiers")),
-    ("04_data_affinity", "0.6×", "the reference `PinnedJob`", target("LAB04.throughput_tiers")),
+    ("04_data_affinity", "0.25×", "those of the naive job", target("bytes_vs_naive")),
+    ("04_data_affinity", "0.4×", "the reference `PinnedJob`", target("throughput_tiers")),
+    ("04_data_affinity", "0.6×", "the reference `PinnedJob`", target("throughput_tiers")),
 ]
 
 
@@ -212,7 +212,7 @@ def test_every_exemption_has_a_reason():
 
 
 def value(number: str) -> float:
-    """A claim number in the units autograder/targets.py uses: seconds, fractions, ratios."""
+    """A claim number in the units the targets use: seconds, fractions, ratios."""
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s?(ms|s|%|×)", number)
     assert m, f"cannot read {number!r} as a target"
     return float(m.group(1)) * {"ms": 1e-3, "s": 1.0, "%": 1e-2, "×": 1.0}[m.group(2)]
@@ -224,11 +224,11 @@ def test_target_exemptions_say_what_targets_py_says():
     for lab, number, _, reason in EXEMPT:
         if not reason.startswith(TARGET):
             continue
-        obj, field = reason[len(TARGET):].split(".")
-        got = getattr(getattr(targets, obj), field)
+        field = reason[len(TARGET):]
+        got = getattr(targets.for_lab(lab), field)
         allowed = got if isinstance(got, tuple) else (got,)
         assert any(abs(value(number) - a) < 1e-9 for a in allowed), (
-            f"{lab}: the prose says {number}, autograder/targets.py {obj}.{field} is {got}")
+            f"{lab}: the prose says {number}, its targets.py {field} is {got}")
 
 
 def test_the_shard_size_definition_holds():

@@ -1,5 +1,5 @@
 """The reference solution, written once: each lab's solution notebook and its reference module
-(``autograder/reference/labNN.py``) hold the same code for everything both define.
+(``autograder/labs/labNN/reference/``) hold the same code for everything both define.
 
 The grader measures learners against the reference module (and ``calibrate`` measures the
 reference against itself); self-paced learners read the solution notebook. Two copies that
@@ -112,8 +112,9 @@ def _imports(tree: ast.Module, package: str = "") -> dict[str, str]:
                 out[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
             base = node.module or ""
-            if node.level:  # relative: only the reference package uses these
-                base = ".".join([package, *([base] if base else [])])
+            if node.level:  # relative: only the reference packages use these
+                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
             for alias in node.names:
                 out[alias.asname or alias.name] = f"{base}.{alias.name}"
     return out
@@ -139,9 +140,9 @@ class Side:
 
 
 def reference_side(lab: str) -> Side:
-    path = ROOT / "autograder" / "reference" / f"lab{lab[:2]}.py"
+    path = ROOT / "autograder" / "labs" / f"lab{lab[:2]}" / "reference" / "__init__.py"
     side = Side(str(path.relative_to(ROOT)))
-    side.add(ast.parse(path.read_text(), str(path)), side.label, package="autograder.reference")
+    side.add(ast.parse(path.read_text(), str(path)), side.label, package=f"autograder.labs.lab{lab[:2]}.reference")
     return side
 
 

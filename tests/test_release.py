@@ -30,8 +30,8 @@ def _files(root: Path) -> set[str]:
 
 
 def test_the_bundle_holds_the_learner_copies_and_no_answers(bundle):
-    assert not (bundle / "solutions").exists() and not (bundle / "autograder" / "reference").exists()
-    kit = {f for f in _files(ROOT / "autograder") if not f.startswith("reference/")}
+    assert not (bundle / "solutions").exists() and not list((bundle / "autograder" / "labs").glob("*/reference"))
+    kit = {f for f in _files(ROOT / "autograder") if "reference" not in Path(f).parts}
     assert _files(bundle / "autograder") == kit
     assert _files(bundle / "course") == _files(ROOT / "course")
     for name in release.BUILD:
@@ -46,9 +46,11 @@ def test_the_bundle_holds_the_learner_copies_and_no_answers(bundle):
     # not one reference function: no bundle file holds the code of any of them, except where the
     # course library already gives it (lab 04's shard_nodes is course.locality.locations)
     given = "".join(p.read_text() for p in (ROOT / "course").glob("*.py"))
-    for ref in (ROOT / "autograder" / "reference").glob("lab*.py"):
+    references = sorted((ROOT / "autograder" / "labs").glob("lab*/reference/__init__.py"))
+    assert len(references) == len(list((ROOT / "solutions").iterdir())), references
+    for ref in references:
         bodies = [b for b in _bodies(ref.read_text()) if b not in given]
-        assert bodies and not any(b in text for b in bodies), ref.name
+        assert bodies and not any(b in text for b in bodies), ref.parent.parent.name
 
 
 def _bodies(source: str) -> list[str]:
@@ -96,7 +98,7 @@ def test_the_bundle_installs_in_a_fresh_venv_and_self_checks_lab00(bundle, tmp_p
     subprocess.run([str(python), "-c", colab.setup_source()], check=True, cwd=tmp_path,
                    env={**env, "COURSE_KIT_SOURCE": str(bundle)})
     found = subprocess.run([str(python), "-c", "import autograder, importlib.util as u; "
-                            "print(autograder.__file__, u.find_spec('autograder.reference'))"],
+                            "print(autograder.__file__, u.find_spec('autograder.labs.lab00.reference'))"],
                            capture_output=True, text=True, check=True, cwd=tmp_path, env=env).stdout
     assert found.startswith(site) and found.strip().endswith("None"), found
 

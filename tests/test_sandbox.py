@@ -202,10 +202,11 @@ def test_a_program_shown_exec_only_runs_but_is_not_dumpable(tmp_path):
 
 
 def test_a_kernel_sees_no_reference_solutions():
-    """The kit is shown read-only to a kernel, without autograder/reference."""
+    """The kit is shown read-only to a kernel, without any lab's reference folder."""
     _require()
     readable, hidden = sandbox.kit_paths(reference=False)
-    assert str(ROOT / "autograder" / "reference") in hidden
+    assert sorted(Path(p).relative_to(ROOT).as_posix() for p in hidden) == [
+        f"autograder/labs/{lab}/reference" for lab in ("lab00", "lab01", "lab02", "lab03", "lab04", "lab05")]
     assert not any(Path(p).name in ("solutions", "submitted", "autograded") for p in readable)
     assert sandbox.kit_paths(reference=True)[1] == ()
 

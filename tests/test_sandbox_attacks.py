@@ -79,15 +79,15 @@ class Outside:
         threading.Thread(target=self._accept, daemon=True).start()
         self.host_before = _host_leftovers()
         self.site_before = sorted(os.listdir(sysconfig.get_paths()["purelib"]))
-        kit_ref = sandbox.KIT_ROOT / "autograder" / "reference"
+        kit_ref = sandbox.KIT_ROOT / "autograder" / "labs" / f"lab{lab[:2]}" / "reference"
         self.T = attacks_os.targets(
             canary_pid=self.canary.pid, canary_word=self.word, canary_file=str(self.files["canary.txt"]),
             overwrite_canary=str(self.files["overwrite-me.txt"]), chmod_canary=str(self.files["chmod-me.txt"]),
             course=str(course), other_submission=str(course / "submitted" / HONEST / lab / f"{lab}.ipynb"),
-            kit=str(sandbox.KIT_ROOT), other_kits=_other_kits(), reference_file=f"lab{lab[:2]}.py",
+            kit=str(sandbox.KIT_ROOT), other_kits=_other_kits(), reference_file=f"labs/lab{lab[:2]}/reference/__init__.py",
             home_allowed=_home_allowed(), host_tmp_dir="/tmp", notebook_name=f"{lab}.ipynb",
             port=self.listener.getsockname()[1], grader_words=["reference_process", "raylet", "gcs_server"])
-        assert (kit_ref / self.T["reference_file"]).is_file()
+        assert (sandbox.KIT_ROOT / "autograder" / self.T["reference_file"]).is_file() and kit_ref.is_dir()
 
     def _accept(self):
         while True:

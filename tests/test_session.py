@@ -192,9 +192,9 @@ def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_gradin
     from autograder.grader.session import Session
 
     def missing(lab):
-        raise checks.InstructorOnly("autograder.reference.lab00 is not in this install")
+        raise checks.InstructorOnly("autograder.labs.lab00.reference is not in this install")
 
-    monkeypatch.setattr("autograder.checks.lab00.reference", missing)
+    monkeypatch.setattr("autograder.grader.session.reference", missing)
     local = Session("00_measure").run("batch-real-tier1")
     assert local.skipped and total([local]) == (0, 0) and "instructor" in local.message
     grading = Session("00_measure")

@@ -70,7 +70,7 @@ HOSTILE = [
     ("import timeit\ntimeit.timeit('1')", "import-not-allowed"),
     ("import IPython", "import-not-allowed"),
     ("from IPython import get_ipython", "import-not-allowed"),
-    ("from autograder.checks import lab03", "import-not-allowed"),
+    ("from autograder.labs.lab03 import checks as lab03", "import-not-allowed"),
     ("import autograder.grader.session", "import-not-allowed"),
     ("from autograder import routines", "import-not-allowed"),
     ("from ray.util.state import list_actors", "import-not-allowed"),

@@ -1,4 +1,4 @@
-"""The checks, one module per lab, registered by lab id and check name.
+"""The checks, registered by lab id and check name; each lab's are its folder's ``checks`` module.
 
 A check takes the grading :class:`~autograder.grader.session.Session`, reaches learner code only
 through ``session.learner.call(...)`` (and the reference through ``session.reference``), and
@@ -12,11 +12,9 @@ written), so the CLI's report, the gradebook and ``autograder.check()`` in a not
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from ..labs import load_steps
 from . import points as _points
 
 
@@ -49,20 +47,6 @@ REGISTRY: dict[str, dict[str, Check]] = {}
 class InstructorOnly(Exception):
     """A check needs the reference implementations, and this install has none (a student
     bundle, ``python -m autograder release``): only the instructor's grading measures it."""
-
-
-def reference(lab: str) -> dict:
-    """The reference implementations of ``lab``, by the names the learner's notebook uses.
-
-    Raises :class:`InstructorOnly` in a student bundle, which leaves them out.
-    """
-    module = f"autograder.reference.lab{lab[:2]}"
-    try:
-        return vars(importlib.import_module(module))
-    except ModuleNotFoundError as exc:
-        if exc.name in ("autograder.reference", module):
-            raise InstructorOnly(f"{module} is not in this install") from None
-        raise
 
 
 @dataclass(frozen=True)
@@ -114,34 +98,3 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], measu
     for name, threshold in zip(names, thresholds, strict=True):
         register(lab, name)(tier(threshold))
     TIERED.setdefault(lab, []).append(Tiered(lab, tuple(names), tuple(thresholds), measure))
-
-
-def tiered(lab: str) -> list[Tiered]:
-    """A lab's tiered measurements, in registration order."""
-    for_lab(lab)
-    return TIERED.get(lab, [])
-
-
-def descriptions(lab: str) -> dict[str, str]:
-    """What each check of ``lab`` measures: the first paragraph of its docstring ("" when none);
-    ``{}`` for an assignment that is no lab of this kit."""
-    from ..labs import UnknownLab
-
-    try:
-        checks = for_lab(lab)
-    except UnknownLab:
-        return {}
-    return {name: " ".join((c.fn.__doc__ or "").strip().split("\n\n")[0].split()) for name, c in checks.items()}
-
-
-def module_for(lab: str) -> str:
-    """The checks module of a lab id: ``00_measure`` -> ``autograder.checks.lab00``."""
-    return f"{__name__}.lab{lab[:2]}"
-
-
-def for_lab(lab: str) -> dict[str, Check]:
-    """All checks of a lab (:class:`~autograder.labs.UnknownLab` for an id no lab has),
-    importing its module, and registering the lab's kit steps, on first use."""
-    load_steps(lab)
-    importlib.import_module(module_for(lab))
-    return REGISTRY.get(lab, {})

@@ -205,7 +205,7 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     order = {pair: k for k, pair in enumerate(pairs)}
     outcomes.sort(key=lambda o: order[(o.student, o.assignment)])  # finished in any order, listed as found
     write_csv(outcomes, csv_path)
-    from ..checks import descriptions
+    from .catalog import descriptions
 
     what = {a: descriptions(a) for a in {o.assignment for o in outcomes}}
     pages = [p for p in (feedback.write(course, o, what[o.assignment]) for o in outcomes) if p]

@@ -52,7 +52,7 @@ def page(o: Outcome, what: dict[str, str]) -> str:
 def write(course: Path, o: Outcome, what: dict[str, str]) -> Path | None:
     """Write one submission's page under ``COURSE/feedback/`` (replacing, never writing through,
     whatever stands there), ``what`` saying what each check measures
-    (:func:`autograder.checks.descriptions`); ``None`` for a grading that produced no verdicts."""
+    (:func:`autograder.grader.catalog.descriptions`); ``None`` for a grading that produced no verdicts."""
     if not o.results:
         return None
     folder = Path(course) / "feedback" / o.student / o.assignment

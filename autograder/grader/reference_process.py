@@ -15,6 +15,7 @@ Run as ``python -m autograder.grader.reference_process LAB`` by :class:`Referenc
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import secrets
@@ -25,11 +26,12 @@ import threading
 import types
 from pathlib import Path
 
+from .. import labs
 from ..channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
 from . import sandbox
 from .sandbox import SANDBOX_GID
 from .processes import SAFE_PATH
-from ..checks import reference
+from .catalog import reference
 from ..seed import without
 
 START_TIMEOUT_S = 120.0
@@ -137,39 +139,37 @@ class ReferenceProcess:
 
 
 def sources_fd(lab: str) -> int:
-    """A memory file holding the reference package's code for ``lab`` (JSON: module name → source),
-    for a sandboxed reference process whose sandbox does not show ``autograder/reference``."""
-    package = Path(__file__).resolve().parents[1] / "reference"
-    modules = {"autograder.reference": package / "__init__.py",
-               f"autograder.reference.lab{lab[:2]}": package / f"lab{lab[:2]}.py"}
+    """A memory file holding ``lab``'s reference implementations (JSON: module name and source),
+    for a sandboxed reference process whose sandbox shows an empty folder in their place."""
+    name = labs.module_name(lab, "reference")
+    path = Path(__file__).resolve().parents[1] / "labs" / f"lab{lab[:2]}" / "reference" / "__init__.py"
     fd = os.memfd_create("autograder-reference", 0)
-    os.write(fd, json.dumps({name: path.read_text() for name, path in modules.items() if path.exists()}).encode())
+    os.write(fd, json.dumps({"name": name, "source": path.read_text()} if path.exists() else {}).encode())
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
 
 def load_sources() -> None:
-    """Install the reference modules handed over by :func:`sources_fd`, if any, as importable
-    modules, and have Ray pickle them by value (the workers' sandbox does not show them)."""
+    """Install the reference module handed over by :func:`sources_fd`, if any, as an importable
+    package, and have Ray pickle it by value (the workers' sandbox does not show it)."""
     fd = os.environ.pop(SOURCES_FD_ENV, None)
     if fd is None:
         return
     with os.fdopen(int(fd), "rb") as f:
-        sources = json.loads(f.read().decode())
-    for name in sorted(sources):  # the package before its modules
-        module = types.ModuleType(name)
-        module.__file__ = f"<{name}, handed over by the grader>"
-        if name == "autograder.reference":
-            module.__path__ = []
-        else:
-            module.__package__ = "autograder.reference"
-        sys.modules[name] = module
-        exec(compile(sources[name], module.__file__, "exec"), vars(module))
-        if name != "autograder.reference":
-            setattr(sys.modules["autograder.reference"], name.rsplit(".", 1)[1], module)
+        handed = json.loads(f.read().decode())
+    if not handed:
+        return
+    name = handed["name"]
+    parent = importlib.import_module(name.rsplit(".", 1)[0])
+    module = types.ModuleType(name)
+    module.__file__ = f"<{name}, handed over by the grader>"
+    module.__path__, module.__package__ = [], name
+    sys.modules[name] = module
+    exec(compile(handed["source"], module.__file__, "exec"), vars(module))
+    setattr(parent, "reference", module)
     from ray import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules["autograder.reference"])
+    cloudpickle.register_pickle_by_value(module)
 
 
 def main(lab: str) -> None:

@@ -208,10 +208,12 @@ def passable(fd: int) -> int:
 
 
 def kit_paths(*, reference: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The kit's runtime packages to show (read-only), and what to hide inside them: the
-    reference implementations, unless the process is the grader's reference process."""
+    """The kit's runtime packages to show (read-only), and what to hide inside them: each lab's
+    reference implementations (its ``reference`` folder, compiled copies included), unless the
+    process is the grader's reference process."""
     readable = tuple(str(KIT_ROOT / name) for name in ("course", "autograder"))
-    hidden = () if reference else (str(KIT_ROOT / "autograder" / "reference"),)
+    hidden = () if reference else tuple(sorted(str(p) for p in (KIT_ROOT / "autograder" / "labs").glob("lab*/reference")
+                                               if p.is_dir()))
     return readable, hidden
 
 

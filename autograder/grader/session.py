@@ -18,7 +18,8 @@ import threading
 from typing import Any, Callable
 
 from ..channel import ProtocolError, recv, send
-from ..checks import InstructorOnly, reference
+from ..checks import InstructorOnly
+from .catalog import for_lab, reference
 from ..seed import base as seed_base
 from ..report import Result
 from ..targets import call_timeout_s
@@ -30,8 +31,6 @@ class Session:
     """One grading run of one notebook of ``lab``: seed, memo, and the grader's verdicts."""
 
     def __init__(self, lab: str, *, seed: int | None = None, learner: Learner | None = None):
-        from ..checks import for_lab
-
         self.lab = lab
         self.checks = for_lab(lab)
         env_seed = seed_base()
@@ -86,9 +85,14 @@ class Session:
         if self._process is not None:
             return self._process.remote
         if self._reference is None:
-
-            self._reference = Learner(namespace=reference(self.lab))
+            self._reference = Learner(namespace=self.answers())
         return self._reference
+
+    def answers(self) -> dict:
+        """The reference implementations as objects of this process, by the notebook's names: the
+        grader's own model and timing loop (lab 05's ``plan``, lab 00's ``repeat_for``), never
+        learner-facing work. :class:`~autograder.checks.InstructorOnly` in a student bundle."""
+        return reference(self.lab)
 
     _reference: Learner | None = None
     _grading = False  # set by start(): the reference then runs in its own process

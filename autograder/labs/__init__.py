@@ -1,20 +1,25 @@
-"""What every side of a grading knows about each lab: its spec, its kit steps, its instruments.
+"""One folder per lab's grading, ``autograder/labs/labNN/``, each file run by one side of a grading.
 
-One package per lab, ``autograder/labs/labNN/``. Its ``__init__`` is the lab's *spec*: plain
-facts that the grader, the reference process and the learner's kernel all read --
+A lab's folder holds, side by side:
 
-* ``LAB``, the lab's id (``"02_restart_recovery"``);
-* ``RAY``, whether the grader starts the lab's Ray in its reference process (the kernel joins it);
-* ``RAY_START``, the kit step that starts it (default ``connect``: the fleet's resources);
-* ``LEARNER_NAMES``, the learner functions and classes the checks call (each gets a deadline).
+* ``__init__``, the lab's *spec*, plain facts the grader, the reference process and the
+  learner's kernel all read: ``LAB``, its id (``"02_restart_recovery"``); ``RAY``, whether the
+  grader starts the lab's Ray in its reference process (the kernel joins it); ``RAY_START``,
+  the kit step that starts it (default ``connect``: the fleet's resources); ``LEARNER_NAMES``,
+  the learner functions and classes the checks call (each gets a deadline);
+* ``targets``, its targets (:mod:`autograder.targets`);
+* ``steps``, where the lab has some, its own kit steps (:mod:`autograder.routines`), run in the
+  kernel and in the reference process alike, and ``instruments``, the grader's own Ray actors
+  those steps make (closed to learner code: :mod:`autograder.labs.instruments`);
+* ``checks``, its graded checks, run in the grader's process only (:mod:`autograder.checks`);
+* ``reference``, the instructor's reference implementations: the solution notebook's code,
+  statement for statement (``tests/test_reference_once.py`` holds the two identical), run in the
+  grader's reference process. A learner's sandbox shows an empty folder in its place, and a
+  student bundle leaves it out.
 
-Its ``steps`` module, where the lab has one, holds the lab's own kit steps
-(:mod:`autograder.routines`), run in the kernel and in the reference process alike; its
-``instruments`` module, the grader's own Ray actors those steps make (closed to learner code:
-:mod:`autograder.labs.instruments`), which the lab's Ray workers import from here. Nothing
-here imports the grader's side (:mod:`autograder.checks`, :mod:`autograder.grader.session`, the
-reference implementations): the learner's kernel imports this package while it is graded, and
-``tests/test_layers.py`` holds the direction.
+The kernel imports the spec, the targets and the steps while it is graded; those never import a
+lab's ``checks`` or ``reference`` or the grader's side (``pyproject.toml``'s import contracts,
+held by ``tests/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +49,14 @@ def spec(lab: str) -> ModuleType:
     if module.LAB != lab:
         raise UnknownLab(f"no lab {lab!r} in this kit (there is {module.LAB!r})")
     return module
+
+
+def all_labs() -> list[str]:
+    """The ids of the kit's labs: the ``LAB`` of each ``labNN`` folder here."""
+    import pkgutil
+
+    folders = (m.name for m in pkgutil.iter_modules(__path__) if m.ispkg and m.name.startswith("lab"))
+    return sorted(importlib.import_module(f"{__name__}.{name}").LAB for name in folders)
 
 
 def load_steps(lab: str) -> None:

@@ -15,7 +15,7 @@ from course import cluster, faults
 
 from ...routines import export, step
 from ...stash import STASH
-from ...targets import LAB02 as T
+from .targets import TARGETS as T
 from ..instruments import ClosedActor
 from .instruments import Ledger, Probe, wait_restarted
 

@@ -7,7 +7,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from course import kernels, locality
 
-from . import at_half_speed
+from ...degrade import at_half_speed
 
 
 def shard_nodes(refs):

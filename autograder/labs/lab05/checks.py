@@ -29,14 +29,13 @@ import numpy as np
 
 from course import convnet, pipeline
 
-from ..labs.lab05 import LAB
-from . import reference
-from ..targets import LAB05 as T
-from ..transport import named
-from . import register, tiers
+from . import LAB
+from .targets import TARGETS as T
+from ...transport import named
+from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ..grader.session import Session
+    from ...grader.session import Session
 
 LIMITS = ("gpu", "overhead", "cpu", "network")
 SIZES = (8, 16, 32, 64, 128, 256)
@@ -55,7 +54,7 @@ def scenario(session: Session, salt: int, limit: str) -> tuple[float, int, dict]
     drawn detection (10-70 s) plus restart; CPU and network set to 0.25-0.5x (binding) or 2-4x
     (not) of the GPUs' rate.
     """
-    model = reference(LAB)
+    model = session.answers()
     rng = session.rng(salt)
     for _ in range(50):
         px = rng.choice((64, 128, 224, 512, 1024))
@@ -119,7 +118,7 @@ def plans(session: Session) -> list[Planned]:
                                        returns="json", timeout_s=session.call_timeout_s)
             if not isinstance(got, dict) or any(k not in got for k in PLAN_KEYS):
                 raise AssertionError(f"plan(...) must return a dict with keys {', '.join(PLAN_KEYS)}; got {got!r:.200}")
-            out.append(Planned(target, px, m, got, reference(LAB)["plan"](target, px, m)))
+            out.append(Planned(target, px, m, got, session.answers()["plan"](target, px, m)))
         return out
 
     return session.memo("plans", ask)
@@ -130,7 +129,7 @@ def plan_limit(session):
     """Scenarios in which each resource binds (in a drawn order): the plan names it."""
     for p in plans(session):
         if p.mine["limit"] != p.theirs["limit"]:
-            cap = reference(LAB)["node_capacity"](p.measured, p.px, p.theirs["batch_size"])
+            cap = session.answers()["node_capacity"](p.measured, p.px, p.theirs["batch_size"])
             per_node = ", ".join(f"{k} {v:,.0f}" for k, v in cap.items())
             raise AssertionError(f"for {p.describe()}, plan named {p.mine['limit']!r} as the limit; the grader's "
                                  f"model says {p.theirs['limit']!r} (images/s per node: {per_node})")
@@ -165,7 +164,7 @@ def plan_batch(session):
 def _driver_pid(session: Session) -> int:
     """The learner's kernel process (the socket's peer while grading; this process in a notebook),
     numbered as the lab's Ray numbers it (in the sandbox, that Ray's PID namespace)."""
-    from ..channel import innermost_pid
+    from ...channel import innermost_pid
 
     pid = getattr(session.learner, "_pid", None)
     return innermost_pid(pid) if pid else os.getpid()

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 
 from course import kernels, locality
 
-from ..labs.lab04 import LAB
-from ..targets import LAB04 as T
-from ..transport import named, stashed
-from . import register, tiers
+from . import LAB
+from .targets import TARGETS as T
+from ...transport import named, stashed
+from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ..grader.session import Session
+    from ...grader.session import Session
 
 
 # ---------------------------------------------------------------- the grader's shards

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING
 
 from course import fleet, kernels
 
-from ..labs.lab01 import LAB
-from ..labs.lab01.instruments import receipt, seal
-from ..targets import LAB01 as T
-from ..transport import Learner, named, stashed
-from . import reference, register, tiers
+from . import LAB
+from .instruments import receipt, seal
+from .targets import TARGETS as T
+from ...transport import Learner, named, stashed
+from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ..grader.session import Session
+    from ...grader.session import Session
 
 ANTI_PATTERN = ("this is the 'ray.get in a loop' anti-pattern (Ray docs: \"Calling ray.get in a loop "
                 "harms parallelism\"): submit work to every actor first, then collect results as they "
@@ -388,7 +388,7 @@ def calibrate(session: Session) -> list[str]:
     calibrate's table)."""
     fleet.start()
     sweep = measure_sweep(session, session.reference)
-    ref = reference(LAB)
+    ref = session.answers()
     t_o = ref["fit_overhead"](sweep.sizes, sweep.trivial)
     lines = []
     lines.append(f"per-call overhead (trivial calls, fitted) {t_o * 1e3:.3f} ms; trivial rates "

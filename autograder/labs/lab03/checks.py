@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 
 from course import k8s, tenancy
 
-from ..labs.lab03 import LAB
-from ..labs.lab03.steps import POOL, QUOTAS
-from ..targets import LAB03 as T
-from ..transport import named
-from . import register, tiers
+from . import LAB
+from .steps import POOL, QUOTAS
+from .targets import TARGETS as T
+from ...transport import named
+from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ..grader.session import Session
+    from ...grader.session import Session
 
 
 def checked_options(opts, tenant: str) -> dict:

@@ -7,7 +7,7 @@ import ray
 
 from course import backend, kernels
 
-from . import at_half_speed
+from ...degrade import at_half_speed
 
 
 class ImageWorker:

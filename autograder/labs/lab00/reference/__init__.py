@@ -29,7 +29,7 @@ def repeat_for(run, n: int, images: int):
     """(callable, items): ``run(n)`` repeated until about ``images`` images are processed.
 
     Timing equal work per sample keeps tiny batches from drowning in timer and call noise. The
-    grader's own sweep (``autograder/checks/lab00.py``) times every candidate with it, and so
+    grader's own sweep (``autograder/labs/lab00/checks.py``) times every candidate with it, and so
     does the degraded copy.
     """
     reps = max(1, images // n)

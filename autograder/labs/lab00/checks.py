@@ -29,14 +29,13 @@ import numpy as np
 
 from course import bench, kernels
 
-from ..labs.lab00 import LAB
-from . import reference
-from ..targets import LAB00 as T
-from ..transport import Callback
-from . import register, tiers
+from . import LAB
+from .targets import TARGETS as T
+from ...transport import Callback
+from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ..grader.session import Session
+    from ...grader.session import Session
 
 CANDIDATES = (8, 16, 32, 64, 128, 256)  # batch sizes offered on the cost model
 # ... and on the real kernel: 4x apart, from one image per call (all per-call overhead) up.
@@ -199,7 +198,7 @@ class Sweep:
 
 def measure_sweep(session: Session) -> Sweep:
     """The learner's choice, then every candidate timed by the grader in the same rounds."""
-    repeat_for = reference(LAB)["repeat_for"]  # the reference's timing loop (InstructorOnly in a bundle)
+    repeat_for = session.answers()["repeat_for"]  # the reference's timing loop (InstructorOnly in a bundle)
     # the learner times the kernel in its own process (a callback's round trip to the grader
     # would make small batches look slow there: a 256 chosen against the sweep's 16 at 0.76x);
     # whatever it measures, the grade is the grader's own sweep at its choice
@@ -233,5 +232,5 @@ def ray_task(session):
 def calibrate(session: Session) -> list[str]:
     """The reference's error on a known-cost workload (the batch tiers are in calibrate's table)."""
     workload = _workload(session, 1)
-    error = reference(LAB)["throughput"](workload, workload.items) / workload.true_rate() - 1
+    error = session.answers()["throughput"](workload, workload.items) / workload.true_rate() - 1
     return [f"reference throughput on a known-cost workload: {error:+.1%} (allowed ±{T.rel_tolerance:.0%})"]

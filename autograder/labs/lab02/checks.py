@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING
 
 from course import faults
 
-from .. import harness
-from ..labs.lab02 import LAB
-from ..targets import LAB02 as T
-from ..transport import Callback, named, stashed
-from . import register
+from ... import harness
+from . import LAB
+from .targets import TARGETS as T
+from ...transport import Callback, named, stashed
+from ...checks import register
 
 if TYPE_CHECKING:
-    from ..grader.session import Session
+    from ...grader.session import Session
 
 
 # --- recovery latency ----------------------------------------------------------------------------

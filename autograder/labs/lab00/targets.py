@@ -1,0 +1,32 @@
+"""The targets of 00_measure, read by its checks (and by its kit steps).
+
+Throughput targets are ratios to a reference measured side by side in the same run; the
+rest are fractions, counts and safety limits (see :mod:`autograder.targets`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Targets:
+    """00_measure: measuring throughput correctly, and choosing a batch size."""
+
+    rel_tolerance: float = 0.15           # learner's items/s within ±15 % of the known truth
+    # seconds of work per call of a known-cost workload, drawn per run. Each call's round trip
+    # (kernel -> grader -> kernel) adds to what the learner times but not to the grader's truth:
+    # ~0.2-0.4 ms measured on 2 cores (-1 to -3 %), but a grading side by side (grade --workers 2,
+    # one core per slot) once read past -15 % on 10-25 ms calls; 30-60 ms gives 3x that headroom.
+    workload_seconds: tuple = (0.03, 0.06)
+    outlier_every: int = 4                # noisy workload: every 4th call is slow ...
+    outlier_factor: float = 8.0           # ... by this factor
+    warmup_calls: tuple = (0.30, 0.15, 0.075)  # seconds taken by the first calls (compile, caches)
+    # learner's batch size: rate ≥ these × the best of the grader's sweep (calibrate --runs 5:
+    # the reference's choice 1.00x every run, the worst choice 0.28-0.31x)
+    batch_tiers: tuple = (0.6, 0.8)
+    batch_rounds: int = 9                 # interleaved rounds of that sweep (every candidate each round) ...
+    batch_sweep_images: int = 2048        # ... each timing this many images (short samples were noisy)
+
+
+TARGETS = Targets()

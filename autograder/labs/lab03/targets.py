@@ -1,0 +1,40 @@
+"""The targets of 03_quotas, read by its checks (and by its kit steps).
+
+Throughput targets are ratios to a reference measured side by side in the same run; the
+rest are fractions, counts and safety limits (see :mod:`autograder.targets`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Targets:
+    """03_quotas: per-tenant GPU quotas on Ray (custom resources, placement groups) and Kubernetes."""
+
+    pool: int = 16                         # logical GPUs shared by the tenants
+    quotas: tuple = (("a", 8), ("b", 4), ("c", 4))  # each tenant's quota (sums to the pool)
+    noisy: str = "a"                       # the tenant that floods
+    flood_factor: int = 4                  # the noisy tenant keeps this many times its quota in flight
+    burst_s: float = 0.6                   # each tenant floods alone this long (enforcement)
+    phase_s: float = 1.2                   # one measuring phase (isolation, overhead)
+    rounds: int = 3                        # interleaved rounds (A B, B A, A B): the median of 3 resists one stalled round
+    isolation_min: float = 0.45            # quiet tenants keep ≥ this fraction of their solo throughput.
+    # 2-core CPU machine, 2026-12-03: the reference policy 1.00 (idle, twice), 0.63-0.9 before, and
+    # 0.50 once in a full CI run (the solution, graded with its sandboxed kernel's Ray beside it);
+    # no quotas at all 0.30-0.40 (idle, twice). Contention on 2 cores moves the correct policy
+    # towards the leaky one: a side-by-side ratio to the reference policy is the lasting fix.
+    overhead_tiers: tuple = (0.5, 0.75)    # custom-resource quotas' throughput ≥ these × no quotas, same run
+    # Set from `python -m autograder calibrate --runs 3` on a 2-core CPU machine: both policies run
+    # on one warmed Ray, where the reference measured 1.00x every run (custom resources and groups);
+    # a half-quota copy measured 0.50-0.52x (resources) and 0.50-0.59x (groups); --runs 5 on
+    # 2026-12-02: reference 1.00x and half-quota 0.50x in every run, both policies. Top tier 0.75:
+    # ≤ 0.85 × the lowest reference ratio, ≥ 1.2 × the highest degraded one.
+    groups_overhead_tiers: tuple = (0.5, 0.75)
+    pg_ready_timeout_s: float = 30.0       # a learner's placement groups must be ready by then
+    drain_timeout_s: float = 60.0          # kernels still queued after a run must start by then (worker
+                                           # start-up on a loaded 2-core machine left 12 pending after 20 s)
+
+
+TARGETS = Targets()
