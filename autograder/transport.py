@@ -89,13 +89,32 @@ def plain(value, returns: str, what: str):
     return float(value) if returns == "number" else value
 
 
+# The plain kind a kit step's return annotation declares (``-> int`` is "integer"): a step's
+# signature is its declaration, so a call names a kind only where it wants a narrower one (a
+# generic ``-> list`` step whose answers must be "integers" there).
+ANNOTATED_KINDS = {"None": "none", "str": "string", "int": "integer", "float": "number", "dict": "json",
+                   "list": "json", "list[int]": "integers", "list[str]": "strings"}
+
+
+def declared_kind(fn: Callable) -> str:
+    """The kind of value the kit step ``fn`` returns, read from its return annotation."""
+    annotation = fn.__annotations__.get("return", "None")
+    annotation = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", repr(annotation))
+    if annotation not in ANNOTATED_KINDS:
+        raise TypeError(f"kit step {fn.__name__} returns {annotation}: annotate it with one of "
+                        f"{', '.join(ANNOTATED_KINDS)}")
+    return ANNOTATED_KINDS[annotation]
+
+
 class Steps:
     """The kit steps (:mod:`autograder.routines`, each lab's ``steps``) of one side, as methods.
 
-    ``side.kit.<step>(*args, what=..., returns=..., timeout_s=...)`` is
-    ``side.call("kit.<step>", *args, ...)``, checked here first: a step that does not exist, or
-    arguments its signature does not take, raise at once in the grader (the check's bug, a
-    grader fault) instead of reaching the other side as an error the learner would be blamed for.
+    ``side.kit.<step>(*args, what=...)`` is ``side.call("kit.<step>", *args, what=...)``, checked
+    here first: a step that does not exist, or arguments its signature does not take, raise at
+    once in the grader (the check's bug, a grader fault) instead of reaching the other side as an
+    error the learner would be blamed for. The value's kind is the step's return annotation
+    (:func:`declared_kind`) unless the call says ``returns=`` or ``keep=``; the deadline is the
+    side's (:attr:`Learner.timeout_s`) unless it says ``timeout_s=``.
     ``side.kit.<step>.timed(...)`` is :meth:`Learner.timed`.
     """
 
@@ -124,25 +143,32 @@ class Step:
         inspect.signature(self.fn).bind(*args)  # TypeError: the check passes the wrong arguments
         return f"kit.{self.name}"
 
+    def _declared(self, kwargs: dict) -> dict:
+        """``kwargs`` with the step's declared kind unless the call names one or keeps the value."""
+        if "keep" not in kwargs:
+            kwargs.setdefault("returns", declared_kind(self.fn))
+        return kwargs
+
     def __call__(self, *args, **kwargs):
-        return self.side.call(self._checked(args), *args, **kwargs)
+        return self.side.call(self._checked(args), *args, **self._declared(kwargs))
 
     def timed(self, *args, **kwargs) -> tuple[float, Any]:
-        return self.side.timed(self._checked(args), *args, **kwargs)
+        return self.side.timed(self._checked(args), *args, **self._declared(kwargs))
 
 
 class Learner:
     """The learner's kernel as the grader sees it: call a learner object by name."""
 
-    def __init__(self, conn=None, *, namespace: dict | None = None):
+    def __init__(self, conn=None, *, namespace: dict | None = None, timeout_s: float = 60.0):
         self._conn = conn
+        self.timeout_s = timeout_s  # a call's deadline unless it names one (the session's call_timeout_s)
         self._namespace = namespace  # in-process only: where learner names are looked up
         self._pid = peer_pid(conn) if conn is not None else None
         self.hung: dict[str, float] = {}  # learner names stopped for running past their deadline
         self.broken = ""                  # why the kernel can no longer be asked anything
         self.pending: dict | None = None  # a check request that arrived while a call was open
 
-    def call(self, name: str, *args, what: str, returns: str = "none", timeout_s: float = 60.0,
+    def call(self, name: str, *args, what: str, returns: str = "none", timeout_s: float | None = None,
              prepare: str | None = None, then: str | None = None, keep: str | None = None):
         """``name(*args)`` in the learner's kernel; its return value as plain JSON.
 
@@ -152,6 +178,7 @@ class Learner:
         instead of sending it back. Raises ``AssertionError`` with a one-line reason when the
         learner's code fails, hangs or returns the wrong kind of value.
         """
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
         if name in self.hung:
             raise AssertionError(f"{what} was already stopped once for running past "
                                  f"{self.hung[name]:g} s; not run again")

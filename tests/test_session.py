@@ -218,3 +218,29 @@ def test_kit_steps_are_called_as_methods_checked_against_their_signatures():
         side.kit.forget("a", "b", what="forget")  # forget(key) takes one argument
     seconds, value = side.kit.forget.timed("tmp", what="forget")
     assert value is None and seconds >= 0
+
+
+def test_a_kit_steps_return_annotation_is_the_kind_its_calls_check():
+    """A step's signature is its declaration: ``-> int`` makes its calls expect "integer" unless a
+    call names a narrower kind; every step of every lab has an annotation the channel knows, and
+    a value of another kind fails the check, not the learner."""
+    from autograder.labs import all_labs, load_steps
+    from autograder.routines import STEPS, step
+    from autograder.transport import Learner, declared_kind
+
+    for lab in all_labs():
+        load_steps(lab)
+    kinds = {name: declared_kind(fn) for name, fn in STEPS.items()}  # TypeError: an unknown annotation
+    assert kinds["actor_id"] == "string" and kinds["tasks_run"] == "integer" and kinds["release"] == "none"
+
+    @step
+    def answers_text(n: int) -> int:
+        return "not a number"
+
+    side = Learner(namespace={})
+    try:
+        with pytest.raises(AssertionError, match="expected a whole number"):
+            side.kit.answers_text(1, what="a step that lies about its kind")
+        assert side.kit.answers_text(1, what="asked as json", returns="json") == "not a number"
+    finally:
+        STEPS.pop("answers_text")

@@ -38,6 +38,7 @@ class Session:
             int(env_seed) if env_seed else random.SystemRandom().randrange(2**31))
         self.call_timeout_s = call_timeout_s()  # read now: instructors and tests set it per run
         self.learner = learner or Learner()
+        self.learner.timeout_s = self.call_timeout_s  # each call's deadline unless it names one
         self.key = secrets.token_bytes(32)  # seals the grader's jobs (autograder.labs.lab01.instruments.seal)
         self.verdicts: dict[str, Result] = {}
         self._memo: dict = {}
@@ -83,9 +84,10 @@ class Session:
 
             self._process = ReferenceProcess(self.lab)
         if self._process is not None:
+            self._process.remote.timeout_s = self.call_timeout_s
             return self._process.remote
         if self._reference is None:
-            self._reference = Learner(namespace=self.answers())
+            self._reference = Learner(namespace=self.answers(), timeout_s=self.call_timeout_s)
         return self._reference
 
     def answers(self) -> dict:
@@ -163,7 +165,7 @@ class Session:
 
     def serve(self, conn) -> None:
         """Answer one kernel connection: each ``check`` request gets a measured verdict."""
-        self.learner = Learner(conn)
+        self.learner = Learner(conn, timeout_s=self.call_timeout_s)
         while not self.learner.broken:
             message, self.learner.pending = self.learner.pending, None
             try:

@@ -86,7 +86,7 @@ def _workload(session: Session, salt: int, **kw) -> Workload:
 
 def _verify(session: Session, workload: Workload, label: str, hint: str, *, deferred=False) -> None:
     got = session.learner.call("throughput", Callback(workload, deferred=deferred), workload.items,
-                               what="throughput(fn, items)", returns="number", timeout_s=session.call_timeout_s)
+                               what="throughput(fn, items)", returns="number")
     truth = workload.true_rate()
     if truth is None:
         raise AssertionError(f"{label}: throughput returned {got:,.1f} without running the workload "
@@ -155,8 +155,7 @@ def _choice(session: Session, run, candidates=CANDIDATES) -> int:
     """The learner's ``best_batch_size`` on ``run`` (a callback or an argument spec), which must
     return one of the candidates."""
     got = session.learner.call("best_batch_size", Callback(run, name="run") if callable(run) else run,
-                               list(candidates), what="best_batch_size(run, candidates)", returns="integer",
-                               timeout_s=session.call_timeout_s)
+                               list(candidates), what="best_batch_size(run, candidates)", returns="integer")
     if got not in candidates:
         raise AssertionError(f"best_batch_size returned {got!r}, not one of {list(candidates)}")
     return got
@@ -221,7 +220,7 @@ def ray_task(session):
     """The learner's Ray task returns the right result for inputs the grader chooses."""
     seed, n = session.rng(6).randrange(10_000), session.rng(7).randint(16, 96)
     got = session.learner.call("submit_batch", seed, n, what="submit_batch(seed, n)", returns="array",
-                               timeout_s=session.call_timeout_s, prepare="ray", then="ray_get")
+                               prepare="ray", then="ray_get")
     values = np.asarray(got["data"], dtype=np.float64)
     if got["shape"] != [n] or not kernels.matches(values, kernels.reference_checksum(n, seed)):
         raise AssertionError(

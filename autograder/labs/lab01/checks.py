@@ -83,10 +83,8 @@ class Worker:
     def ran(self, reference: Learner, method: str, at_least: int) -> int:
         """How many ``method`` calls Ray's task records show this actor's own process finished
         (read by the reference process, which owns the lab's Ray)."""
-        actor = self.side.kit.actor_id(stashed(f"{self.tag}.worker"), what="the actor's id",
-                                       returns="string", timeout_s=self.timeout_s)
-        return reference.kit.tasks_run(actor, method, at_least, what="reading Ray's task records",
-                                       returns="integer", timeout_s=30)
+        actor = self.side.kit.actor_id(stashed(f"{self.tag}.worker"), what="the actor's id", timeout_s=self.timeout_s)
+        return reference.kit.tasks_run(actor, method, at_least, what="reading Ray's task records", timeout_s=30)
 
     def count(self) -> int:
         return self.side.kit.method(stashed(f"{self.tag}.worker"), "images_processed",
@@ -201,7 +199,7 @@ class Fleet:
     def __init__(self, session: Session):
         self.session = session
         self.handles = session.reference.kit.armed_fleet(fleet.size(), session.key.hex(),
-                                                         what="starting the grader's emulated GPUs", returns="strings",
+                                                         what="starting the grader's emulated GPUs",
                                                          timeout_s=T.start_timeout_s)
         self.n = len(self.handles)
         self._rng = session.rng(4)
@@ -336,7 +334,7 @@ def _positive(value: float, what: str) -> float:
 
 def _fit(session: Session, ns: list, rates: list) -> float:
     return _positive(session.learner.call("fit_overhead", ns, rates, what="fit_overhead(n_actors, throughputs)",
-                                          returns="number", timeout_s=session.call_timeout_s), "fit_overhead")
+                                          returns="number"), "fit_overhead")
 
 
 def _model(session: Session, t_kernel: float, salt: int) -> None:
@@ -357,7 +355,7 @@ def _model(session: Session, t_kernel: float, salt: int) -> None:
     t_o = _fit(session, sweep.sizes, sweep.trivial)
     pred = _positive(session.learner.call("predict_throughput", sweep.n, t_kernel, t_o,
                                           what="predict_throughput(n_actors, t_kernel, t_overhead)",
-                                          returns="number", timeout_s=session.call_timeout_s), "predict_throughput")
+                                          returns="number"), "predict_throughput")
     measured = sweep.rates[t_kernel]
     ratio = measured / pred
     low, high = T.model_band

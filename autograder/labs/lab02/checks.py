@@ -48,27 +48,26 @@ def _one_latency(session: Session, how: str, retries: int) -> str | None:
     """Run the learner's function once against a grader kill; a failure reason, or None."""
     ref = session.reference
     blob = session.memo(("probe", retries), lambda: ref.kit.probe(retries, what="starting the grader's probe",
-                                                                  returns="string", timeout_s=T.restart_timeout_s))
-    pid = ref.kit.probe_pid(retries, what="the probe's pid", returns="integer", timeout_s=T.restart_timeout_s)
+                                                                  timeout_s=T.restart_timeout_s))
+    pid = ref.kit.probe_pid(retries, what="the probe's pid", timeout_s=T.restart_timeout_s)
     killed = {}
 
     def kill():
         if killed:
             raise ValueError("kill() may be called once per measurement")
         try:
-            killed["at"] = ref.kit.kill_probe(retries, how, pid, what="the grader's kill", returns="number",
+            killed["at"] = ref.kit.kill_probe(retries, how, pid, what="the grader's kill",
                                               timeout_s=T.restart_timeout_s)
         except AssertionError as exc:
             raise ValueError(str(exc)) from None
 
     got = session.learner.call("recovery_latency", {"handle": blob}, Callback(kill, name="kill"),
-                               what="recovery_latency(actor, kill)", returns="number",
-                               timeout_s=session.call_timeout_s)
+                               what="recovery_latency(actor, kill)", returns="number")
     returned = harness.monotonic()
     if not killed:
         return f"recovery_latency never called kill() (after a {how})"
     _, born, first = ref.kit.probe_recovered(retries, pid, what="waiting for the probe to answer again",
-                                             returns="json", timeout_s=T.restart_timeout_s + 5)
+                                             timeout_s=T.restart_timeout_s + 5)
     upper = returned - killed["at"]
     if first is None or first > returned:
         return (f"after a {how} (probe with max_task_retries={retries}), recovery_latency returned "
@@ -117,23 +116,23 @@ def measure_checkpoint(session: Session) -> dict:
     xs = [rng.randint(1, 1000) for _ in range(T.ckpt_items)]
     kills = sorted(rng.sample([n for n in range(every + 1, T.ckpt_items - 1) if n % every], T.ckpt_kills))
     ref = session.reference
-    folder = ref.kit.scratch_folder(what="making a checkpoint folder", returns="string",
+    folder = ref.kit.scratch_folder(what="making a checkpoint folder",
                                     timeout_s=T.restart_timeout_s)
     path = os.path.join(folder, f"accumulator-{session.seed}.json")
     what = "CheckpointedAccumulator"
     learner, timeout_s = session.learner, session.call_timeout_s
     learner.kit.start_actor(named(what), what, {"max_restarts": -1, "max_task_retries": 0}, path, every,
                             what=f"{what}.remote(path, every)", keep="accumulator", timeout_s=timeout_s)
-    actor_id = learner.kit.actor_id(stashed("accumulator"), what=what, returns="string", timeout_s=timeout_s)
+    actor_id = learner.kit.actor_id(stashed("accumulator"), what=what, timeout_s=timeout_s)
 
     def feed(lo, hi):
-        learner.kit.calls(stashed("accumulator"), "add", [[x] for x in xs[lo:hi]], what=f"{what}.add",
+        learner.kit.calls(stashed("accumulator"), "add", [[x] for x in xs[lo:hi]], what=f"{what}.add", returns="none",
                           timeout_s=timeout_s)
 
     def state():
         # True: the call waits if the handle still sees a restart
         got = learner.kit.calls(stashed("accumulator"), "state", [[]], True, what=f"{what}.state()",
-                                returns="json", timeout_s=timeout_s)[0]
+                                timeout_s=timeout_s)[0]
         if not (isinstance(got, list) and len(got) == 2 and isinstance(got[0], int)
                 and isinstance(got[1], (int, float))):
             raise AssertionError(f"{what}.state() returned {str(got)[:60]}; expected (count, total)")
@@ -143,9 +142,9 @@ def measure_checkpoint(session: Session) -> dict:
     try:
         for n in kills:
             feed(fed, n)
-            pid = session.reference.kit.kill_actor(actor_id, what, what=f"killing {what}", returns="integer",
+            pid = session.reference.kit.kill_actor(actor_id, what, what=f"killing {what}",
                                                    timeout_s=T.restart_timeout_s + 5)
-            session.reference.kit.await_restart(actor_id, pid, what=what, returns="integer",
+            session.reference.kit.await_restart(actor_id, pid, what=what,
                                                 timeout_s=T.restart_timeout_s + 5)
             count, total = state()
             events.append((n, count, total))
@@ -209,11 +208,10 @@ def measure_chaos(session: Session):
     seeds = [rng.randrange(2**31) for _ in range(n)]
     kill_at = faults.kill_points(n, T.chaos_kill_every, rng)
     ref, learner, what = session.reference, session.learner, "PipelineWorker"
-    blob = ref.kit.ledger(what="starting the grader's ledger", returns="string", timeout_s=T.restart_timeout_s)
+    blob = ref.kit.ledger(what="starting the grader's ledger", timeout_s=T.restart_timeout_s)
     learner.kit.start_actor(named(what), what, {}, {"handle": blob}, what=f"{what}.remote(ledger)",
-                            keep="worker", timeout_s=session.call_timeout_s)
-    actor_id = learner.kit.actor_id(stashed("worker"), what=what, returns="string",
-                                    timeout_s=session.call_timeout_s)
+                            keep="worker")
+    actor_id = learner.kit.actor_id(stashed("worker"), what=what)
     t0 = harness.perf_counter()
     bounds = [0] + [k + 1 for k in kill_at] + [n]
     results, lost = {}, {}
@@ -230,13 +228,13 @@ def measure_chaos(session: Session):
                     lost.update({seq: f"not restarted: {exc}" for seq in range(lo, n)})
                     break
             out = learner.kit.chaos_items(stashed("worker"), [[seq, seeds[seq]] for seq in range(lo, hi)],
-                                          max(1.0, left), what=f"{what}.process(seq, seed)", returns="json",
+                                          max(1.0, left), what=f"{what}.process(seq, seed)",
                                           timeout_s=max(1.0, left) + 10)
             results.update({int(s): v for s, v in out.get("results", {}).items()})
             lost.update({int(s): str(v) for s, v in out.get("lost", {}).items()})
     finally:
-        learner.kit.release(stashed("worker"), what="releasing the actor", timeout_s=session.call_timeout_s)
-        report = ref.kit.ledger_report(what="reading the ledger", returns="json", timeout_s=T.restart_timeout_s)
+        learner.kit.release(stashed("worker"), what="releasing the actor")
+        report = ref.kit.ledger_report(what="reading the ledger", timeout_s=T.restart_timeout_s)
     chaos = faults.ChaosReport(n, results, lost, [tuple(e) for e in report["entries"]], report["kills"],
                                harness.perf_counter() - t0)
     return chaos, [faults.tiny_item(s) for s in seeds], kill_at

@@ -57,13 +57,13 @@ def _alt_quotas(session: Session) -> dict:
 def resource_policy(session: Session) -> dict:
     """The learner's custom-resource policy: the node's resources and each tenant's task options."""
     res = session.learner.call("quota_resources", dict(QUOTAS), what="quota_resources(quotas)",
-                               returns="json", timeout_s=session.call_timeout_s)
+                               returns="json")
     if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v >= 0 for v in res.values()):
         raise AssertionError(f"quota_resources returned {str(res)[:80]}; expected a dict of resource name -> amount")
     if any(k in ("CPU", "GPU", "memory", POOL) for k in res):
         raise AssertionError("quota_resources must name custom resources only (not CPU/GPU/memory)")
     options = {t: checked_options(session.learner.call("resource_options", t, what=f"resource_options({t!r})",
-                                                returns="json", timeout_s=session.call_timeout_s), t)
+                                                returns="json"), t)
                for t in QUOTAS}
     return {"resources": res, "options": options}
 
@@ -72,7 +72,7 @@ def groups_policy(session: Session) -> dict:
     """The learner's placement-group policy, checked: one group per tenant, options into groups."""
     policy = session.learner.kit.group_policy(named("tenant_groups"), named("group_options"), dict(QUOTAS),
                                               what="tenant_groups(quotas) and group_options(tenant, groups)",
-                                              returns="json", timeout_s=session.call_timeout_s + T.pg_ready_timeout_s)
+                                              timeout_s=session.call_timeout_s + T.pg_ready_timeout_s)
     groups, options = policy.get("groups"), policy.get("options")
     if not (isinstance(groups, dict) and set(groups) == set(QUOTAS) and isinstance(options, dict)
             and set(options) == set(QUOTAS)):
@@ -112,8 +112,7 @@ def _measured(session: Session, kind: str) -> dict:
     """The grader's measurement of the learner's ``kind`` policy ("resources" or "groups"), once per run."""
     def run():
         policy = resource_policy(session) if kind == "resources" else groups_policy(session)
-        return session.reference.kit.measure_policy(policy, what=f"measuring your {kind} policy",
-                                                    returns="json", timeout_s=600)
+        return session.reference.kit.measure_policy(policy, what=f"measuring your {kind} policy", timeout_s=600)
     return session.memo(("policy", kind), run)
 
 
@@ -217,8 +216,7 @@ def manifest_by_hand(session):
     for two namespaces and GPU counts drawn per run."""
     for ns, gpus in _hand_cases(session):
         what = f"gpu_quota_by_hand({ns!r}, {gpus})"
-        obj = session.learner.call("gpu_quota_by_hand", ns, gpus, what=what, returns="json",
-                                   timeout_s=session.call_timeout_s)
+        obj = session.learner.call("gpu_quota_by_hand", ns, gpus, what=what, returns="json")
         try:
             _check_quota(obj, ns, gpus)
         except AssertionError as exc:
@@ -232,7 +230,7 @@ def measure_manifests(session: Session) -> list:
     out = []
     for quotas in (dict(QUOTAS), _alt_quotas(session)):
         objs = session.learner.call("tenant_manifests", quotas, what=f"tenant_manifests({quotas})",
-                                    returns="json", timeout_s=session.call_timeout_s)
+                                    returns="json")
         if not isinstance(objs, list) or not objs or not all(isinstance(o, dict) for o in objs):
             raise AssertionError(f"tenant_manifests({quotas}) returned {type(objs).__name__}; "
                                  "expected a non-empty list of manifests (dicts)")

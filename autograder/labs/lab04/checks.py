@@ -118,11 +118,10 @@ class Dataset:
 
     def __init__(self, session: Session):
         self.session, self.ref, self.key = session, session.reference, session.key.hex()
-        self.nodes = self.ref.kit.node_ids(what="the grader's cluster", returns="strings", timeout_s=60)
+        self.nodes = self.ref.kit.node_ids(what="the grader's cluster", timeout_s=60)
         if len(self.nodes) < 2:
             raise AssertionError(f"the grader's cluster has {len(self.nodes)} node(s)")
-        self.store = {"handle": self.ref.kit.shard_store(self.key, what="the grader's shard store",
-                                                         returns="string", timeout_s=60)}
+        self.store = {"handle": self.ref.kit.shard_store(self.key, what="the grader's shard store", timeout_s=60)}
         self.placement = grader_placement(self.nodes, session.seed)
         self._rng, self._count = session.rng(4), 0
 
@@ -135,7 +134,7 @@ class Dataset:
         return name, seeds
 
     def observe(self, name: str) -> dict:
-        seen = self.ref.kit.observe(self.store, name, what="Ray's object directory", returns="json",
+        seen = self.ref.kit.observe(self.store, name, what="Ray's object directory",
                                     timeout_s=60)
         if not (isinstance(seen, dict) and isinstance(seen.get("holders"), list)
                 and isinstance(seen.get("written"), dict)):
@@ -147,8 +146,7 @@ class Dataset:
         name, seeds = self.make(self.placement, images)
         try:
             before = self.observe(name)
-            seconds, results = side.kit.run_job.timed(stashed(job), self.store, name, what=f"{what}.run(shards)",
-                                                      returns="json", timeout_s=self.session.call_timeout_s)
+            seconds, results = side.kit.run_job.timed(stashed(job), self.store, name, what=f"{what}.run(shards)")
             after = self.observe(name)
         finally:
             self.ref.kit.drop(self.store, self.key, name, what="dropping the grader's shards", timeout_s=60)
@@ -168,8 +166,7 @@ def shard_nodes_correct(session):
     other = next(n for n in data.nodes if n not in holders[0])
     data.ref.kit.copy_shard(data.store, data.key, name, 0, other, what="a second copy", timeout_s=60)
     truth = data.observe(name)["holders"]
-    got = session.learner.kit.ask_shard_nodes(named("shard_nodes"), data.store, name, what="shard_nodes(refs)",
-                                              returns="json", timeout_s=session.call_timeout_s)
+    got = session.learner.kit.ask_shard_nodes(named("shard_nodes"), data.store, name, what="shard_nodes(refs)")
     after = data.observe(name)["holders"]  # the answer may also be Ray's directory just after the call
     if not (isinstance(got, list) and all(isinstance(g, list) for g in got)):
         raise AssertionError("shard_nodes returned something other than one collection of node ids per ref")
@@ -205,8 +202,7 @@ def measure_pinned(session: Session) -> Pinned:
     """The learner's locality-aware job on the grader's shards, against the naive and reference jobs."""
     data, learner, ref = Dataset(session), session.learner, session.reference
     # distinct keys: outside grading, both sides keep their jobs in the same process
-    learner.kit.make_job(named("PinnedJob"), data.nodes, what="PinnedJob(nodes)", keep="job",
-                         timeout_s=session.call_timeout_s)
+    learner.kit.make_job(named("PinnedJob"), data.nodes, what="PinnedJob(nodes)", keep="job")
     ref.kit.make_job(named("PinnedJob"), data.nodes, what="the reference PinnedJob", keep="reference-job",
                      timeout_s=60)
     ref.kit.make_job(named("NaiveJob"), data.nodes, what="the naive job", keep="naive-job", timeout_s=60)
@@ -294,17 +290,16 @@ def resident_copies(session):
     """A resident worker reads its host batch once, however often it runs, and is right."""
     seed = session.rng(5).randrange(2**31)
     source = {"handle": session.reference.kit.batch_source(T.resident_images, seed, what="the grader's host batch",
-                                                           returns="string", timeout_s=60)}
+                                                           timeout_s=60)}
     outs = session.learner.kit.resident(named("ResidentWorker"), source, T.resident_images,
-                                        T.resident_calls, what="ResidentWorker(batch) and its run()", returns="arrays",
-                                        timeout_s=session.call_timeout_s)
+                                        T.resident_calls, what="ResidentWorker(batch) and its run()", returns="arrays")
     expected = kernels.reference_checksum(T.resident_images, seed=seed)
     for i, out in enumerate(outs):
         if out["shape"] != [T.resident_images] or not kernels.matches(out["data"], expected):
             raise AssertionError(f"ResidentWorker.run() call {i + 1} returned a wrong result (checksum differs)")
     if len(outs) != T.resident_calls:
         raise AssertionError(f"{len(outs)} results for {T.resident_calls} calls")
-    reads = session.reference.kit.reads(source, what="the host batch's reads", returns="integer",
+    reads = session.reference.kit.reads(source, what="the host batch's reads",
                                         timeout_s=60)
     if reads > 1:
         raise AssertionError(f"ResidentWorker copied its shard from host memory {reads}× over {T.resident_calls} "
@@ -320,8 +315,7 @@ def link_bytes(session):
     for _ in range(5):
         args = [rng.uniform(1e3, 1e5), rng.choice([64 * 64, 224 * 224 * 3]), rng.randint(2, 256), rng.random()]
         shown = tuple(round(a, 3) for a in args)
-        got = session.learner.call("link_bytes_per_s", *args, what=f"link_bytes_per_s{shown}", returns="number",
-                                   timeout_s=session.call_timeout_s)
+        got = session.learner.call("link_bytes_per_s", *args, what=f"link_bytes_per_s{shown}", returns="number")
         want = args[0] * args[1] * (1.0 - args[3]) / args[2]  # the remote share, spread over the nodes' links
         if not math.isclose(got, want, rel_tol=1e-6):
             raise AssertionError(f"link_bytes_per_s{shown} = {got!r}; expected {want:.6g}")

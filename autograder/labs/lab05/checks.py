@@ -115,7 +115,7 @@ def plans(session: Session) -> list[Planned]:
         for salt, limit in enumerate(scenario_limits(session), start=10):
             target, px, m = scenario(session, salt, limit)
             got = session.learner.call("plan", target, px, m, what="plan(target, image_px, measured)",
-                                       returns="json", timeout_s=session.call_timeout_s)
+                                       returns="json")
             if not isinstance(got, dict) or any(k not in got for k in PLAN_KEYS):
                 raise AssertionError(f"plan(...) must return a dict with keys {', '.join(PLAN_KEYS)}; got {got!r:.200}")
             out.append(Planned(target, px, m, got, session.answers()["plan"](target, px, m)))
@@ -173,7 +173,7 @@ def _driver_pid(session: Session) -> int:
 def _run(session: Session, side, seed: int, n: int, batch: int, what: str) -> tuple[float, np.ndarray]:
     """(seconds on the grader's clock, values) of one side's pipeline on ``n`` images of ``seed``."""
     seconds, got = side.kit.pipeline_values.timed(named("build_pipeline"), seed, n, batch, T.pool_actors,
-                                                  what=what, returns="array", timeout_s=session.call_timeout_s)
+                                                  what=what, returns="array")
     data = np.asarray(got["data"], dtype=np.float64)
     shape = got.get("shape") if isinstance(got, dict) else None
     try:  # the shape is the kernel's word: used only when it fits the data
@@ -211,12 +211,12 @@ def measure_pool(session: Session) -> PoolRun:
     """One small run of the learner's pipeline on the grader's seed, with Ray's actor table around it."""
     ref, pid = session.reference, _driver_pid(session)
     seed = session.rng(1).randrange(10_000_000)
-    before = set(ref.kit.map_workers(pid, what="reading Ray's actor table", returns="strings", timeout_s=30))
+    before = set(ref.kit.map_workers(pid, what="reading Ray's actor table", timeout_s=30))
     _, values = _run(session, session.learner, seed, T.correct_images, T.correct_batch,
                      "build_pipeline(seed, n, batch_size, actors)")
-    pool = sorted(set(ref.kit.map_workers(pid, what="reading Ray's actor table", returns="strings",
+    pool = sorted(set(ref.kit.map_workers(pid, what="reading Ray's actor table",
                                           timeout_s=30)) - before)
-    batches = ref.kit.pool_batches(pool, what="reading Ray's task records", returns="integer", timeout_s=30)
+    batches = ref.kit.pool_batches(pool, what="reading Ray's task records", timeout_s=30)
     return PoolRun(_wrong(values, seed, T.correct_images), len(pool), batches)
 
 
@@ -256,14 +256,12 @@ def measure_throughput(session: Session) -> Throughput:
     def side(who, what: str, check: bool):
         def one() -> float:
             seed = rng.randrange(10_000_000)
-            before = set(ref.kit.map_workers(pid, what="reading Ray's actor table", returns="strings",
+            before = set(ref.kit.map_workers(pid, what="reading Ray's actor table",
                                              timeout_s=30)) if check else set()
             seconds, values = _run(session, who, seed, T.throughput_images, T.throughput_batch, what)
             if check:
-                pool = sorted(set(ref.kit.map_workers(pid, what="reading Ray's actor table",
-                                                      returns="strings", timeout_s=30)) - before)
-                worked = pool and ref.kit.pool_batches(pool, what="reading Ray's task records",
-                                                       returns="integer", timeout_s=30)
+                pool = sorted(set(ref.kit.map_workers(pid, what="reading Ray's actor table", timeout_s=30)) - before)
+                worked = pool and ref.kit.pool_batches(pool, what="reading Ray's task records", timeout_s=30)
                 # which images are checked is drawn after the run, from the grader's own stream
                 ids = sorted(rng.sample(range(T.throughput_images), T.throughput_checked))
                 why = _wrong(values, seed, T.throughput_images, ids) or (None if worked else "the run started no actor pool "
