@@ -19,18 +19,12 @@ import re
 import signal
 import sys
 import threading
-import time
 
-# The grader's clocks, captured before any learner code can patch them.
-perf_counter = time.perf_counter
-monotonic = time.monotonic
-sleep = time.sleep
+from .stash import STASH
+
 _real_os_exit = os._exit
 _real_os_kill = os.kill
 _real_os_abort = os.abort
-
-
-_armed = False  # a deadline() is running
 
 
 class Deadline(Exception):
@@ -45,8 +39,7 @@ def deadline(seconds: float):
     Off the main thread, or inside another deadline, it adds none; the nbgrader cell timeout
     remains the backstop.
     """
-    global _armed
-    if (_armed or threading.current_thread() is not threading.main_thread()
+    if (STASH.armed or threading.current_thread() is not threading.main_thread()
             or not hasattr(signal, "setitimer")):
         yield  # inside another deadline, the outer one governs
         return
@@ -56,23 +49,18 @@ def deadline(seconds: float):
 
     previous = signal.signal(signal.SIGALRM, _expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    _armed = True
+    STASH.armed = True
     try:
         yield
     finally:
-        _armed = False
+        STASH.armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
 def armed() -> bool:
     """Whether a :func:`deadline` is running now (nested ones defer to it)."""
-    return _armed
-
-
-# Learner callables that already hung once: each further check fails at once, so a hanging
-# function costs the grader one deadline, not one per check.
-_timed_out: dict = {}
+    return STASH.armed
 
 
 def _key(fn):
@@ -85,7 +73,7 @@ def _key(fn):
 
 def timed_out(fn) -> bool:
     """Whether learner callable ``fn`` was already stopped once for running past its deadline."""
-    return bool(_timed_out.get(_key(fn)))
+    return bool(STASH.timed_out.get(_key(fn)))
 
 
 def short_repr(value, limit: int = 60) -> str:
@@ -134,8 +122,8 @@ def call(fn, *args, what: str, timeout_s: float = 60.0, **kwargs):
     """
     if not callable(fn):
         raise AssertionError(f"{what} is not defined as a function or class (got {type(fn).__name__})")
-    if _timed_out.get(_key(fn)):
-        raise AssertionError(f"{what} was already stopped once for running past {_timed_out[_key(fn)]:g} s; "
+    if STASH.timed_out.get(_key(fn)):
+        raise AssertionError(f"{what} was already stopped once for running past {STASH.timed_out[_key(fn)]:g} s; "
                              "not run again")
     try:
         with deadline(timeout_s), contextlib.redirect_stderr(io.StringIO()):
@@ -145,7 +133,7 @@ def call(fn, *args, what: str, timeout_s: float = 60.0, **kwargs):
     except NotImplementedError:
         raise AssertionError(f"{what} is not implemented yet (it raises NotImplementedError)") from None
     except Deadline:
-        _timed_out[_key(fn)] = timeout_s
+        STASH.timed_out[_key(fn)] = timeout_s
         raise AssertionError(
             f"{what} did not finish within {timeout_s:g} s and was stopped by the grader"
         ) from None

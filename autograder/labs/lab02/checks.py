@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from course import faults
 
-from ... import harness
+from ... import clock
 from . import LAB
 from .targets import TARGETS as T
 from ...transport import Callback, named, stashed
@@ -63,7 +63,7 @@ def _one_latency(session: Session, how: str, retries: int) -> str | None:
 
     got = session.learner.call("recovery_latency", {"handle": blob}, Callback(kill, name="kill"),
                                what="recovery_latency(actor, kill)", returns="number")
-    returned = harness.monotonic()
+    returned = clock.monotonic()
     if not killed:
         return f"recovery_latency never called kill() (after a {how})"
     _, born, first = ref.kit.probe_recovered(retries, pid, what="waiting for the probe to answer again",
@@ -212,12 +212,12 @@ def measure_chaos(session: Session):
     learner.kit.start_actor(named(what), what, {}, {"handle": blob}, what=f"{what}.remote(ledger)",
                             keep="worker")
     actor_id = learner.kit.actor_id(stashed("worker"), what=what)
-    t0 = harness.perf_counter()
+    t0 = clock.perf_counter()
     bounds = [0] + [k + 1 for k in kill_at] + [n]
     results, lost = {}, {}
     try:
         for lo, hi, k in zip(bounds[:-1], bounds[1:], kill_at + [None]):
-            left = T.chaos_timeout_s - (harness.perf_counter() - t0)
+            left = T.chaos_timeout_s - (clock.perf_counter() - t0)
             if left <= 0:
                 lost.update({seq: f"not sent: the run passed {T.chaos_timeout_s:g} s" for seq in range(lo, n)})
                 break
@@ -236,7 +236,7 @@ def measure_chaos(session: Session):
         learner.kit.release(stashed("worker"), what="releasing the actor")
         report = ref.kit.ledger_report(what="reading the ledger", timeout_s=T.restart_timeout_s)
     chaos = faults.ChaosReport(n, results, lost, [tuple(e) for e in report["entries"]], report["kills"],
-                               harness.perf_counter() - t0)
+                               clock.perf_counter() - t0)
     return chaos, [faults.tiny_item(s) for s in seeds], kill_at
 
 
@@ -310,9 +310,9 @@ def calibrate(session: Session) -> list[str]:
     """The reference through every check, with the numbers the grader saw."""
     out = []
     for name in session.checks:
-        t = harness.perf_counter()
+        t = clock.perf_counter()
         r = session.run(name)
-        out.append(f"{name}: {'pass' if r.passed else 'FAIL ' + r.message} ({harness.perf_counter() - t:.1f} s)")
+        out.append(f"{name}: {'pass' if r.passed else 'FAIL ' + r.message} ({clock.perf_counter() - t:.1f} s)")
     report = _chaos(session)[0]
     out.append(f"chaos: {report.n} items, {len(report.kills)} kills, {report.seconds:.1f} s")
     return out
