@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass, field
 
 from course import backend
 
-from .checks import TIERED
 from .grader.catalog import checks_module, for_lab, tiered
 from .labs import needs_ray, ray_start
 from .selfcheck import labs
@@ -137,7 +136,7 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers
     print(f"hardware: {backend.facts()} ({backend.fingerprint()}); {runs} run(s); ratios min / median / max",
           file=out, flush=True)
     for name in chosen:
-        found = measure(name, runs) if TIERED.get(name) else []
+        found = measure(name, runs) if tiered(name) else []
         rows += found
         extra[name] = notes(name)
         for cal in found:

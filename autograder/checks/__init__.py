@@ -26,6 +26,7 @@ class Check:
     lab: str
     name: str
     fn: Callable
+    tiered: Tiered | None = None  # the measured ratio it is one tier of, if any (see :func:`tiers`)
 
     @property
     def grade_id(self) -> str:
@@ -64,15 +65,12 @@ class Tiered:
         return self.names[0].rsplit("-tier", 1)[0]
 
 
-TIERED: dict[str, list[Tiered]] = {}
-
-
-def register(lab: str, name: str):
+def register(lab: str, name: str, tiered: Tiered | None = None):
     """Decorator: record a check function under ``lab`` and ``name`` (its points are its test
-    cell's, ``test-<name>``)."""
+    cell's, ``test-<name>``), and the measured ratio it is a tier of, if any."""
 
     def wrap(fn):
-        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, fn)
+        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, fn, tiered)
         return fn
 
     return wrap
@@ -95,6 +93,6 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], measu
 
         return check
 
+    measured = Tiered(lab, tuple(names), tuple(thresholds), measure)
     for name, threshold in zip(names, thresholds, strict=True):
-        register(lab, name)(tier(threshold))
-    TIERED.setdefault(lab, []).append(Tiered(lab, tuple(names), tuple(thresholds), measure))
+        register(lab, name, measured)(tier(threshold))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..checks import REGISTRY, TIERED, Check, InstructorOnly, Tiered
+from ..checks import REGISTRY, Check, InstructorOnly, Tiered
 from ..labs import UnknownLab, load_steps, module_name
 
 
@@ -46,8 +46,7 @@ def reference(lab: str) -> dict:
 
 def tiered(lab: str) -> list[Tiered]:
     """A lab's tiered measurements, in registration order."""
-    for_lab(lab)
-    return TIERED.get(lab, [])
+    return list(dict.fromkeys(c.tiered for c in for_lab(lab).values() if c.tiered is not None))
 
 
 def descriptions(lab: str) -> dict[str, str]:
