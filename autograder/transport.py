@@ -162,6 +162,7 @@ class Learner:
     def __init__(self, conn=None, *, namespace: dict | None = None, timeout_s: float = 60.0):
         self._conn = conn
         self.timeout_s = timeout_s  # a call's deadline unless it names one (the session's call_timeout_s)
+        self.names: tuple[str, ...] | None = None  # the learner names a check may call (the lab's spec), if set
         self._namespace = namespace  # in-process only: where learner names are looked up
         self._pid = peer_pid(conn) if conn is not None else None
         self.hung: dict[str, float] = {}  # learner names stopped for running past their deadline
@@ -179,6 +180,11 @@ class Learner:
         learner's code fails, hangs or returns the wrong kind of value.
         """
         timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        if self.names is not None and not name.startswith("kit.") and name not in self.names:
+            # the check's bug (a grader fault, never the learner's): every learner name a check
+            # calls is declared once, in the lab's spec, which also gives it its deadline guard
+            raise LookupError(f"a check called {name!r}, which is not in the lab's LEARNER_NAMES "
+                              f"({', '.join(self.names)})")
         if name in self.hung:
             raise AssertionError(f"{what} was already stopped once for running past "
                                  f"{self.hung[name]:g} s; not run again")

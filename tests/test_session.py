@@ -244,3 +244,16 @@ def test_a_kit_steps_return_annotation_is_the_kind_its_calls_check():
         assert side.kit.answers_text(1, what="asked as json", returns="json") == "not a number"
     finally:
         STEPS.pop("answers_text")
+
+
+def test_a_check_may_call_only_the_learner_names_its_labs_spec_declares():
+    """Every learner name a check calls is declared once, in the lab's spec (which also gives it
+    its deadline guard): calling another is the check's bug, raised before anything is sent."""
+    from autograder.grader.session import Session
+    from autograder.transport import Learner
+
+    session = Session("00_measure", learner=Learner(namespace={"throughput": lambda fn, items: 1.5}))
+    assert session.learner.names == ("throughput", "best_batch_size", "submit_batch")
+    assert session.learner.call("throughput", None, 3, what="throughput(fn, items)", returns="number") == 1.5
+    with pytest.raises(LookupError, match="not in the lab's LEARNER_NAMES"):
+        session.learner.call("plan", what="plan()")

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ..channel import ProtocolError, recv, send
 from ..checks import InstructorOnly
+from ..labs import learner_names
 from .catalog import for_lab, reference
 from ..seed import base as seed_base
 from ..report import Result
@@ -39,6 +40,7 @@ class Session:
         self.call_timeout_s = call_timeout_s()  # read now: instructors and tests set it per run
         self.learner = learner or Learner()
         self.learner.timeout_s = self.call_timeout_s  # each call's deadline unless it names one
+        self.learner.names = learner_names(lab)        # the names its checks may call
         self.key = secrets.token_bytes(32)  # seals the grader's jobs (autograder.labs.lab01.instruments.seal)
         self.verdicts: dict[str, Result] = {}
         self._memo: dict = {}
@@ -166,6 +168,7 @@ class Session:
     def serve(self, conn) -> None:
         """Answer one kernel connection: each ``check`` request gets a measured verdict."""
         self.learner = Learner(conn, timeout_s=self.call_timeout_s)
+        self.learner.names = learner_names(self.lab)
         while not self.learner.broken:
             message, self.learner.pending = self.learner.pending, None
             try:
