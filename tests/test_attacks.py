@@ -18,7 +18,7 @@ import attacks_lab02
 import attacks_lab03
 import attacks_lab04
 import attacks_lab05
-from autograder import checks
+from autograder.grader import catalog
 from autograder.grader import cohort
 from notebooks import extended, make_course, sandboxed, submit, variant
 
@@ -107,7 +107,7 @@ def _cases():
 def test_attack_earns_no_unearned_point(graded, lab, name):
     rows, gradebook, _ = graded(lab)
     ATTACKS = CORPORA[lab].ATTACKS
-    POINTS = {n: c.points for n, c in checks.for_lab(lab).items()}
+    POINTS = {n: c.points for n, c in catalog.for_lab(lab).items()}
     honest, may_lose = ATTACKS[name]["honest"], ATTACKS[name].get("may_lose", set())
     assert honest | may_lose <= set(POINTS), f"unknown checks in {name}'s honest set"
     earned = sum(POINTS[c] for c in honest)
