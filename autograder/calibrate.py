@@ -74,30 +74,52 @@ def _start_ray(lab: str) -> None:
         STEPS[ray_start(lab)]()
 
 
-def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degraded")) -> list[Calibration]:
-    """Every tiered measurement of ``lab``, ``runs`` times for each of ``copies``, on fresh seeds."""
+def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degraded"), *,
+            sandboxed: bool = False) -> list[Calibration]:
+    """Every tiered measurement of ``lab``, ``runs`` times for each of ``copies``, on fresh seeds.
+
+    ``sandboxed``: each copy in a learner's sandbox and the reference in its grading process,
+    a fresh session per run and copy, as grading measures a kernel
+    (:mod:`autograder.grader.calibration_session`); otherwise all in this process.
+    """
+    out = [Calibration(lab, t.name, t.thresholds) for t in tiered(lab)]
+    if sandboxed:
+        from .grader.calibration_session import sandboxed as session_of
+
+        for _ in range(runs):
+            for kind in copies:
+                try:
+                    with session_of(lab, kind) as session:
+                        _measure_into(out, session, kind)
+                except (RuntimeError, OSError) as exc:  # the sandbox or the reference process failed
+                    for cal in out:
+                        cal.errors.append(f"{kind}: {type(exc).__name__}: {str(exc)[:200]}")
+        return out
     from .grader.catalog import reference as namespace
     from .grader.session import Session
     from .transport import Learner
 
     made = {"reference": lambda: namespace(lab), "degraded": lambda: namespace(lab)["degraded"]()}
-    copies = {kind: made[kind]() for kind in copies}
-    out = [Calibration(lab, t.name, t.thresholds) for t in tiered(lab)]
+    namespaces = {kind: made[kind]() for kind in copies}
     _start_ray(lab)
     try:
         for _ in range(runs):
-            for kind, ns in copies.items():
-                session = Session(lab, learner=Learner(namespace=ns))
-                for cal, t in zip(out, tiered(lab)):
-                    try:
-                        getattr(cal, kind).append(float(t.measure(session).ratio))
-                    except AssertionError as exc:  # e.g. a measurement that could not run here
-                        cal.errors.append(f"{kind}: {str(exc)[:200]}")
+            for kind, ns in namespaces.items():
+                _measure_into(out, Session(lab, learner=Learner(namespace=ns)), kind)
     finally:
         from course import cluster
 
         cluster.stop()
     return out
+
+
+def _measure_into(out: list[Calibration], session, kind: str) -> None:
+    """Each tiered ratio of the session's lab, measured once with ``kind`` as the learner."""
+    for cal, t in zip(out, tiered(session.lab)):
+        try:
+            getattr(cal, kind).append(float(t.measure(session).ratio))
+        except AssertionError as exc:  # e.g. a measurement that could not run here
+            cal.errors.append(f"{kind}: {str(exc)[:200]}")
 
 
 def notes(lab: str) -> list[str]:
@@ -112,19 +134,22 @@ def notes(lab: str) -> list[str]:
     return list(module.calibrate(Session(lab, learner=Learner(namespace=namespace(lab)))))
 
 
-def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers: int = 1) -> int:
+def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers: int = 1,
+        in_process: bool = False) -> int:
     """Print the calibration; exit code 0 when every tier separated the copies, else 1.
 
+    Each copy is measured in a learner's sandbox, as grading measures a kernel, where one can be
+    made here; ``in_process`` (or no sandbox here, said in one line) measures both in this process.
     ``workers`` > 1: that many calibrations at once, one per grading slot's cores
     (:mod:`autograder.grader.fair_timing`). Either way the verdict is kept for ``grade --workers``.
     """
-    from .grader import fair_timing
+    from .grader import fair_timing, sandbox
 
     chosen = [lab] if lab else labs()
     for name in chosen:
         for_lab(name)
     if workers > 1:
-        verdict = fair_timing.measure(lab, workers, runs)
+        verdict = fair_timing.measure(lab, workers, runs, in_process=in_process)
         fair_timing.record(workers, verdict)
         for key, ok in sorted(verdict.items()):
             print(f"{workers} side by side: {key:<34} {'ok' if ok else 'DOES NOT SEPARATE'}")
@@ -133,10 +158,13 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers
     # the table goes to stdout as text, or to stderr as it is measured when stdout is JSON
     # (a long --runs N run shows its progress, and its rows survive in the log)
     out = sys.stderr if as_json else sys.stdout
+    why = "told --in-process" if in_process else sandbox.unavailable()
     print(f"hardware: {backend.facts()} ({backend.fingerprint()}); {runs} run(s); ratios min / median / max",
           file=out, flush=True)
+    print("each copy measured in a learner's sandbox, as grading measures a kernel" if not why else
+          f"both copies measured in this process, not sandboxed as grading runs them ({why})", file=out, flush=True)
     for name in chosen:
-        found = measure(name, runs) if tiered(name) else []
+        found = measure(name, runs, sandboxed=not why) if tiered(name) else []
         rows += found
         extra[name] = notes(name)
         for cal in found:

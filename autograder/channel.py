@@ -99,12 +99,12 @@ class Endpoint:
     """The grader's listening socket, served on a background thread.
 
     ``handler(conn)`` is called for each connection, one at a time, until it returns. The
-    socket lives in a private temporary directory; :attr:`env` is what the kernel needs to
-    connect.
+    socket lives in a private temporary directory (under ``under``, where given: a folder a
+    sandbox that must reach it can see); :attr:`env` is what the kernel needs to connect.
     """
 
-    def __init__(self, handler: Callable[[Connection], None], *, gid: int | None = None):
-        self._dir = tempfile.TemporaryDirectory(prefix="autograder-endpoint-")
+    def __init__(self, handler: Callable[[Connection], None], *, gid: int | None = None, under: Path | None = None):
+        self._dir = tempfile.TemporaryDirectory(prefix="autograder-endpoint-", dir=under)
         os.chmod(self._dir.name, 0o700)
         self.address = str(Path(self._dir.name) / "grader.sock")
         self._key = secrets.token_bytes(32)

@@ -67,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--workers", type=int, default=1, metavar="N",
                    help="N calibrations side by side, each on one grading slot's cores, as grade --workers N grades")
     k.add_argument("--json", action="store_true", help="print JSON instead of text")
+    k.add_argument("--in-process", action="store_true",
+                   help="measure both copies in this process, not sandboxed as grading runs them (faster, less faithful)")
     return p
 
 
@@ -109,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             return release.run(args.dest)
         from . import calibrate
 
-        return calibrate.run(args.lab, runs=args.runs, as_json=args.json, workers=args.workers)
+        return calibrate.run(args.lab, runs=args.runs, as_json=args.json, workers=args.workers,
+                             in_process=args.in_process)
     except (SetupError, UnknownLab) as exc:  # the user's mistake; a grader bug keeps its traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -56,7 +56,7 @@ def test_json_is_json_and_the_table_goes_to_stderr_as_it_is_measured(monkeypatch
     import json
 
     cal = calibrate.Calibration("00_measure", "batch-real", (0.6, 0.8), reference=[1.0, 0.9], degraded=[0.3, 0.4])
-    monkeypatch.setattr(calibrate, "measure", lambda lab, runs: [cal])
+    monkeypatch.setattr(calibrate, "measure", lambda lab, runs, **_: [cal])
     assert calibrate.run("00_measure", runs=2, as_json=True) == 0
     out, err = capsys.readouterr()
     got = json.loads(out)

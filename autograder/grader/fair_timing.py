@@ -36,10 +36,11 @@ def _machine() -> str:
     return backend.fingerprint()
 
 
-def measure(lab: str | None, workers: int, runs: int) -> dict[str, bool]:
+def measure(lab: str | None, workers: int, runs: int, *, in_process: bool = False) -> dict[str, bool]:
     """Run ``workers`` calibrations at once, one per slot; check id -> separated in every copy."""
     cores = split(list(os.sched_getaffinity(0)), workers)
-    argv = [sys.executable, *SAFE_PATH, "-m", "autograder", "calibrate", *([lab] if lab else []), "--runs", str(runs), "--json"]
+    argv = [sys.executable, *SAFE_PATH, "-m", "autograder", "calibrate", *([lab] if lab else []), "--runs", str(runs),
+            "--json", *(["--in-process"] if in_process else [])]
     copies = []
     for k in range(workers):
         copies.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -37,6 +37,13 @@ def install(folder: Path, spec: dict) -> dict[str, str]:
 
 def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
     """The sandboxed kernel's command line (see :class:`autograder.grader.sandbox.Sandbox`)."""
+    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
+    return box(spec, cwd, readable=(connection_file,)).argv(kernel, cwd=cwd)
+
+
+def box(spec: dict, cwd: str, *, readable: tuple[str, ...] = ()) -> sandbox.Sandbox:
+    """The sandbox a learner's kernel runs in, as ``spec`` describes it, working in ``cwd``; what
+    else it may read (its connection file). ``calibrate`` runs its copies in the same one."""
     join = None
     if spec.get("join"):  # the lab's Ray sandbox: share its loopback and processes, nothing else
         pid = sandbox.info_child(Path(spec["join"]))
@@ -46,17 +53,15 @@ def command(spec: dict, connection_file: str, cwd: str) -> list[str]:
     # The notebook's folder stays the grader's: nbgrader (root) writes the graded notebook there
     # and chmods what it finds, following links a kernel could plant. The kernel works in an
     # empty, size-capped folder of its own at that path instead.
-    box = sandbox.Sandbox(uid=int(spec.get("uid", sandbox.LEARNER_UID)), writable=tuple(spec.get("writable", ())),
-                          private=(cwd,),
-                          readable=(*spec["readable"], connection_file), hidden=tuple(spec.get("hidden", ())),
-                          join=join, etc=spec["etc"], env=dict(spec.get("env", {})),
-                          unset=tuple(spec.get("unset", ())), cgroup=tuple(spec.get("cgroup", ())),
-                          seccomp=spec.get("seccomp"),
-                          binds=tuple(map(tuple, spec.get("binds", ()))),
-                          # a Ray lab's kernel shares its user (and its cgroup) with that Ray
-                          limits=sandbox.Limits(processes=sandbox.KERNEL_PROCESSES) if join is None else sandbox.Limits())
-    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
-    return box.argv(kernel, cwd=cwd)
+    return sandbox.Sandbox(uid=int(spec.get("uid", sandbox.LEARNER_UID)), writable=tuple(spec.get("writable", ())),
+                           private=(cwd,),
+                           readable=(*spec["readable"], *readable), hidden=tuple(spec.get("hidden", ())),
+                           join=join, etc=spec["etc"], env=dict(spec.get("env", {})),
+                           unset=tuple(spec.get("unset", ())), cgroup=tuple(spec.get("cgroup", ())),
+                           seccomp=spec.get("seccomp"),
+                           binds=tuple(map(tuple, spec.get("binds", ()))),
+                           # a Ray lab's kernel shares its user (and its cgroup) with that Ray
+                           limits=sandbox.Limits(processes=sandbox.KERNEL_PROCESSES) if join is None else sandbox.Limits())
 
 
 def main(spec_path: str, connection_file: str) -> None:

@@ -261,17 +261,34 @@ def _sandbox_args(work: Path, course: Path, session, endpoint, group) -> tuple[l
     of its own, so it needs no network; a Ray lab's kernel shares the loopback of its Ray's
     sandbox and no other (:mod:`autograder.grader.kernel_launcher`).
     """
-    from . import kernel_launcher, sandbox, syscalls
+    from . import kernel_launcher, sandbox
 
+    spec = learner_spec(work, session, group)
+    spec["readable"].append(endpoint.address)
+    uid = int(spec.get("uid", sandbox.LEARNER_UID))
     sockets = work / "kernel"
     sockets.mkdir()
     ipython = _ipython_dir(work / "ipython")  # its own copy: IPython wants to write there
-    sandbox.give(sockets)
-    sandbox.give(work / "ipython")
+    sandbox.give(sockets, uid)
+    sandbox.give(work / "ipython", uid)
+    spec["writable"] += [str(sockets), str(work / "ipython")]
+    spec["env"]["IPYTHONDIR"] = str(ipython)
+    env = kernel_launcher.install(work, spec)
+    (work / "runtime").mkdir(mode=0o755)  # the kernel's connection file, where its sandbox sees it
+    sandbox.give(work / "runtime", uid)  # ipykernel makes its folder 0700
+    return ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}"], env
+
+
+def learner_spec(work: Path, session, group) -> dict:
+    """What a learner's sandbox is made of for this grading (:func:`kernel_launcher.box`): the
+    Python install and the kit read-only, the reference hidden, for a Ray lab the namespaces of
+    that lab's Ray sandbox, and its control group ``group``."""
+    from . import sandbox, syscalls
+
     kit, hidden = sandbox.kit_paths(reference=False)
-    spec = {"readable": [*sandbox.python_paths(), *kit, endpoint.address],
-            "hidden": list(hidden), "writable": [str(sockets), str(work / "ipython")],
-            "etc": sandbox.etc_files(work / "etc"), "env": {"IPYTHONDIR": str(ipython)},
+    spec = {"readable": [*sandbox.python_paths(), *kit],
+            "hidden": list(hidden), "writable": [],
+            "etc": sandbox.etc_files(work / "etc"), "env": {},
             "join": str(session.ray_network) if session.ray_network else None,
             # a kernel of its own has no network: a cluster the learner named (RAY_ADDRESS and
             # its token) is out of its reach, so it starts a local Ray inside the sandbox
@@ -281,12 +298,7 @@ def _sandbox_args(work: Path, course: Path, session, endpoint, group) -> tuple[l
         # The kernel drives the lab's Ray as that Ray's own user: Ray's session files are written
         # by both, and learner actors already run as that user inside that Ray's sandbox.
         spec.update(uid=sandbox.GRADER_RAY_UID)
-        sandbox.give(sockets, sandbox.GRADER_RAY_UID)
-        sandbox.give(work / "ipython", sandbox.GRADER_RAY_UID)
-    env = kernel_launcher.install(work, spec)
-    (work / "runtime").mkdir(mode=0o755)  # the kernel's connection file, where its sandbox sees it
-    sandbox.give(work / "runtime", int(spec.get("uid", sandbox.LEARNER_UID)))  # ipykernel makes its folder 0700
-    return ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}"], env
+    return spec
 
 
 def _control_group(lab: str, memory_limit_gib: float | None, cpus: tuple[int, ...] = ()):

@@ -10,7 +10,11 @@ resources, :func:`course.fleet.start`); the learner's kernel joins it through
 ``RAY_ADDRESS``. So the grader's armed fleet, the learner's actors and the reference's
 actors share one cluster that the grader owns, and it ends with the submission.
 
-Run as ``python -m autograder.grader.reference_process LAB`` by :class:`ReferenceProcess` only.
+``calibrate`` also runs the reference, or its degraded copy, in such a process *sandboxed as a
+learner's kernel is* (``learner=``): the learner's side of a calibration, measured as grading
+measures a kernel.
+
+Run as ``python -m autograder.grader.reference_process LAB [COPY]`` by :class:`ReferenceProcess` only.
 """
 
 from __future__ import annotations
@@ -47,20 +51,34 @@ class ReferenceProcess:
     """
 
     def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None, share: tuple[str, ...] = (),
-                 cgroup: tuple[str, ...] = ()):
+                 cgroup: tuple[str, ...] = (), copy: str = "reference", learner: dict | None = None,
+                 env: dict[str, str] | None = None):
+        """``copy``: ``reference``, or ``degraded`` (the lab reference's ``degraded()``).
+        ``learner``: run in a learner's kernel sandbox made from this spec
+        (:func:`autograder.grader.nbgrader_run.learner_spec`), in ``sandbox_dir``, with ``env``
+        added (a Ray lab's address and token), instead of as the grader's reference."""
         from ..transport import Learner
 
         self._ready, self._done = threading.Event(), threading.Event()
         self._conn = None
-        self._endpoint = Endpoint(self._hold, gid=SANDBOX_GID if sandbox_dir else None)
+        # a learner copy in a Ray lab enters that Ray's sandbox, which shows sandbox_dir
+        self._endpoint = Endpoint(self._hold, gid=SANDBOX_GID if sandbox_dir else None,
+                                  under=sandbox_dir if learner is not None else None)
         self._log = tempfile.TemporaryFile(mode="w+")
-        env = {k: v for k, v in without(dict(os.environ)).items() if k != "RAY_ADDRESS"}  # its own Ray, no seed
+        env = {**{k: v for k, v in without(dict(os.environ)).items() if k != "RAY_ADDRESS"}, **(env or {})}  # no seed
         self.ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)} if ray else {}
         env.update(self.ray_env)
-        command = [sys.executable, *SAFE_PATH, "-m", __name__, lab]
+        command = [sys.executable, *SAFE_PATH, "-m", __name__, lab, copy]
         self.network_from = None  # bubblewrap's report on the sandbox: the kernel joins its network
         fds = []
-        if sandbox_dir is not None:
+        if learner is not None:
+            from . import kernel_launcher
+
+            fds = [sandbox.passable(sources_fd(lab))]
+            env[SOURCES_FD_ENV] = str(fds[0])
+            cwd = str(sandbox_dir / "work")
+            command = kernel_launcher.box(learner, cwd, readable=(self._endpoint.address,)).argv(command, cwd=cwd)
+        elif sandbox_dir is not None:
             self.network_from = sandbox_dir / "ray-sandbox.json"
             fds = [sandbox.passable(os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)),
                    sandbox.passable(sources_fd(lab))]
@@ -172,18 +190,22 @@ def load_sources() -> None:
     cloudpickle.register_pickle_by_value(module)
 
 
-def main(lab: str) -> None:
-    """Serve the grader's requests on the reference implementations until it says bye."""
+def main(lab: str, copy: str = "reference") -> None:
+    """Serve the grader's requests on the reference implementations (or their ``degraded`` copy)
+    until it says bye."""
     from .. import agent, channel, labs
     from . import ray_job
 
-    ray_job.install()  # this process and its Ray job's workers: not traceable, memory not readable
+    if copy == "reference":
+        ray_job.install()  # this process and its Ray job's workers: not traceable, memory not readable
     conn = channel.connect()
     for name in (channel.ENDPOINT_ENV, channel.KEY_ENV):  # not inherited by the Ray this process starts,
         os.environ.pop(name, None)                       # whose workers run learner code in Ray labs
     load_sources()  # a sandboxed reference process: its reference code, handed over
     labs.load_steps(lab)  # the lab's own kit steps, if it has any
     names = reference(lab)
+    if copy == "degraded":
+        names = names["degraded"]()
     callback = agent.callback_for(conn)
     try:
         while True:
@@ -202,4 +224,4 @@ def main(lab: str) -> None:
 if __name__ == "__main__":
     if not os.environ.get(ENDPOINT_ENV):
         sys.exit("run by the autograder only")
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

@@ -38,15 +38,20 @@ class Session:
         self.seed = seed if seed is not None else (
             int(env_seed) if env_seed else random.SystemRandom().randrange(2**31))
         self.call_timeout_s = call_timeout_s()  # read now: instructors and tests set it per run
-        self.learner = learner or Learner()
-        self.learner.timeout_s = self.call_timeout_s  # each call's deadline unless it names one
-        self.learner.names = learner_names(lab)        # the names its checks may call
+        self.attach(learner or Learner())
         self.key = secrets.token_bytes(32)  # seals the grader's jobs (autograder.labs.lab01.instruments.seal)
         self.verdicts: dict[str, Result] = {}
         self._memo: dict = {}
         self._lock = threading.Lock()
         self._sealed = False
         self._process = None  # the reference process, while grading
+
+    def attach(self, learner: Learner) -> None:
+        """Make ``learner`` the side the checks call: each call's deadline is this session's
+        unless it names one, and only the names the lab's checks may call are sent."""
+        self.learner = learner
+        learner.timeout_s = self.call_timeout_s
+        learner.names = learner_names(self.lab)
 
     def start(self, sandbox_dir=None, share: tuple[str, ...] = (), cgroup: tuple[str, ...] = ()) -> dict[str, str]:
         """Start what grading this lab needs before the kernel runs; the kernel's extra environment.
@@ -167,8 +172,7 @@ class Session:
 
     def serve(self, conn) -> None:
         """Answer one kernel connection: each ``check`` request gets a measured verdict."""
-        self.learner = Learner(conn, timeout_s=self.call_timeout_s)
-        self.learner.names = learner_names(self.lab)
+        self.attach(Learner(conn))
         while not self.learner.broken:
             message, self.learner.pending = self.learner.pending, None
             try:
