@@ -1,4 +1,4 @@
-"""``python -m autograder calibrate [LAB] [--runs N] [--workers N] [--json]``: can each tier tell good from bad here?
+"""``python -m autograder calibrate [LAB] [--runs N] [--workers N] [--json] [--in-process]``: can each tier tell good from bad here?
 
 A tier is fair only if the reference passes it every time and a clearly worse implementation
 fails it every time, on the machine that grades. For every tiered (measured) check, this runs

@@ -105,7 +105,8 @@ class Endpoint:
 
     def __init__(self, handler: Callable[[Connection], None], *, gid: int | None = None, under: Path | None = None):
         self._dir = tempfile.TemporaryDirectory(prefix="autograder-endpoint-", dir=under)
-        os.chmod(self._dir.name, 0o700)
+        # under a folder a sandbox sees as it is, the sandbox user passes through to the socket
+        os.chmod(self._dir.name, 0o711 if under is not None else 0o700)
         self.address = str(Path(self._dir.name) / "grader.sock")
         self._key = secrets.token_bytes(32)
         self._listener = Listener(self.address, family="AF_UNIX", authkey=self._key)

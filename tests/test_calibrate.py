@@ -4,16 +4,19 @@ from, and a tier counts as separating only when the runs say so every time."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
 from autograder import calibrate, cli
+from autograder.grader import sandbox
 from autograder.grader.catalog import tiered
 from autograder.labs import learner_names
 from autograder.grader.catalog import reference as namespace
 from autograder.selfcheck import labs
 from notebooks import extended
 
+KIT = Path(__file__).resolve().parents[1]
 TIERED_LABS = [lab for lab in labs() if tiered(lab)]
 
 
@@ -90,5 +93,28 @@ def test_regrading_the_reference_earns_every_tier_again(lab):
     grading is ``test_labs.py::test_solution_gets_full_marks`` (every tier); a learner who
     regrades the same code must get the same score, so this one must earn every tier too.
     (Two regradings here cost lab 03 another 70 s of CI for the same assertion.)"""
-    for cal in calibrate.measure(lab, runs=1, copies=("reference",)):
+    for cal in calibrate.measure(lab, runs=1, copies=("reference",), sandboxed=not sandbox.unavailable()):
         assert not cal.errors and len(cal.reference) == 1 and min(cal.reference) >= cal.tiers[-1], cal.line()
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("lab", ["00_measure", "01_actor_scaling"])
+def test_a_sandboxed_copy_runs_as_a_kernel_does(lab):
+    """calibrate under the sandbox: the copy the grader calls runs as the kernel's user, in a PID
+    namespace of its own (lab 00) or of its lab's Ray sandbox (lab 01), without the reference
+    folder, and answers the grader over the channel; everything it started ends with it."""
+    from autograder.grader import calibration_session
+
+    if sandbox.unavailable():
+        pytest.skip(f"no sandbox here: {sandbox.unavailable()}")
+    uid = sandbox.LEARNER_UID if lab == "00_measure" else sandbox.GRADER_RAY_UID
+    with calibration_session.sandboxed(lab, "degraded") as session:
+        pid = session.learner._pid
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+        assert status["Uid"].split() == [str(uid)] * 4, status["Uid"]
+        assert len(status["NSpid"].split()) == 2, status["NSpid"]  # the host's pid and its sandbox's
+        hidden = Path(f"/proc/{pid}/root") / str(KIT / "autograder" / "labs" / f"lab{lab[:2]}" / "reference")
+        assert not any(hidden.iterdir()), sorted(hidden.iterdir())
+        result = tiered(lab)[0].measure(session)  # the degraded copy, measured through the channel
+        assert result.ratio < tiered(lab)[0].thresholds[-1], result
+    assert not Path(f"/proc/{pid}").exists()

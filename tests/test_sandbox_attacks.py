@@ -321,6 +321,35 @@ def test_lab00_reports_no_unexpected_capability(lab00):
     assert got == {}, json.dumps(got, indent=1)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
+def test_lab00_side_by_side_in_grading_slots_nothing_gets_out(tmp_path):
+    """The same attacker graded with ``grade --workers 2``: it and the honest student run at the
+    same time, each in a grading slot of its own (its own cores, control group and sandbox). The
+    fork bomb and /tmp filler run while the honest student is being measured next door."""
+    graded = _grade_cohort(tmp_path, LAB00,
+                           lambda T: [attacks_os.cell(T, "attacker", skip=("fill-", "fork-")),
+                                      attacks_os.cell(T, "attacker-fill", only=["fill-tmp"]),
+                                      attacks_os.cell(T, "attacker-fork", only=["fork-bomb"])],
+                           memory_limit_gib=8, workers=2)
+    try:
+        rows, report = graded["rows"], _report(graded)
+        for student in (ATTACKER, HONEST):  # the attack cells come after the last graded cell
+            assert _scores_full(rows[student], LAB00) and rows[student]["sandbox"] == "bubblewrap", rows[student]
+        assert len(report) > 60 and attacks_os.findings(report) == {}, json.dumps(attacks_os.findings(report), indent=1)
+        assert _report(graded, "attacker-fork")["fork-bomb"].startswith("blocked")
+        assert _report(graded, "attacker-fill")["fill-tmp"].startswith("blocked")
+        assert graded["outside"].accepted == [] and graded["left"] == []
+        assert graded["host_after"] == graded["outside"].host_before
+        assert graded["files_after"]["canary.txt"] == ("canary canary.txt\n", "0o600")
+    finally:
+        for line in graded["left"]:
+            try:
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+
 # -- slow: a Ray lab, whose kernel shares its Ray's network and the machine's PID namespace ----
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,10 @@ def sandboxed(lab: str, copy: str, *, memory_limit_gib: float = DEFAULT_MEMORY_L
     session = Session(lab)
     work = Path(tempfile.mkdtemp(prefix="autograder-calibrate-"))
     os.chmod(work, 0o755)  # sandboxes pass through it to their own folders inside
-    group = _control_group(lab, memory_limit_gib)
+    # a copy of calibrate --workers N is pinned to one slot's cores: its sandboxes stay there,
+    # as a grading slot's do (joining a control group would otherwise reset their affinity)
+    cores = tuple(sorted(os.sched_getaffinity(0)))
+    group = _control_group(lab, memory_limit_gib, cores if len(cores) < (os.cpu_count() or 0) else ())
     learner = None
     try:
         env = session.start(sandbox_dir=work, cgroup=group.procs if group else ())

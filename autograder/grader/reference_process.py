@@ -91,8 +91,9 @@ class ReferenceProcess:
             for fd in fds:
                 os.close(fd)
         if not self._ready.wait(START_TIMEOUT_S):
+            said = self.log()[-500:]  # before close(), which closes the log
             self.close()
-            raise RuntimeError(f"the reference process did not start: {self.log()[-500:]}")
+            raise RuntimeError(f"the reference process did not start: {said}")
         self.remote = Learner(self._conn)
         if ray:
             from ..labs import ray_start
