@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import types
 from pathlib import Path
 
@@ -90,7 +91,7 @@ class ReferenceProcess:
         finally:
             for fd in fds:
                 os.close(fd)
-        if not self._ready.wait(START_TIMEOUT_S):
+        if not self._started():
             said = self.log()[-500:]  # before close(), which closes the log
             self.close()
             raise RuntimeError(f"the reference process did not start: {said}")
@@ -128,6 +129,15 @@ class ReferenceProcess:
                               binds=((str(shared), "/tmp/ray"),), etc=sandbox.etc_files(folder / "etc"),
                               exec_only=sandbox.ray_daemons(), cgroup=cgroup)
         return box.argv(command, cwd="/tmp", info_fd=info_fd)
+
+    def _started(self) -> bool:
+        """Whether the process connected within :data:`START_TIMEOUT_S`; ``False`` as soon as it
+        exits without connecting (a sandbox that could not start it says why in the log)."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._ready.wait(0.2):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                return self._ready.is_set()
+        return True
 
     def _hold(self, conn) -> None:
         """The endpoint's handler: hand the connection over, keep it open until :meth:`close`."""
