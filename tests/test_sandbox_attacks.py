@@ -7,7 +7,8 @@ its kernel (processes, files, configuration, links, network, a daemon, /tmp, a f
 The rest is ``slow`` and runs only in the extended set (``COURSE_KIT_EXTENDED=1``): a lab 01 cohort (the
 kernel shares its Ray's network and the machine's PID namespace; a Ray task attacks too),
 ``check`` on the attacker, a memory bomb through the sandbox's tmpfs, ``/dev/shm`` and the
-notebook folder filled.
+notebook folder filled, and the lab 00 cohort again in two grading slots side by side
+(``grade --workers 2``).
 
 Where an attack succeeds, the test is a strict xfail naming the hole: it must start failing
 (and be turned into a plain assertion) when the hole is closed.
@@ -427,7 +428,9 @@ def test_lab01_grader_ray_and_reference_process_cannot_be_slowed_traced_read_or_
     "FINDING: a Ray lab's kernel and its Ray tasks run as the grader's Ray user (uid 61001) -- the user of the "
     "reference process, the raylet and the GCS -- in their PID namespace, so they can see and kill them (the "
     "check then fails to measure: 0 points for this submission, no gain). Fix: the reference in a Ray of its "
-    "own under another uid, in a PID namespace the kernel cannot see"))
+    "own under another uid, in a PID namespace the kernel cannot see: a learner raylet in the learner's sandbox joined "
+    "to a head the grader keeps in its own (measured feasible with Ray 2.60, docs/security/sandbox.md), with the "
+    "head closed to learner jobs"))
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
