@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from .nbgrader_run import DEFAULT_MEMORY_LIMIT_GIB, _control_group, learner_spec
+from .nbgrader_run import DEFAULT_MEMORY_LIMIT_GIB, control_group, learner_spec
 from .reference_process import START_TIMEOUT_S, ReferenceProcess
 from .session import Session
 
@@ -36,7 +36,7 @@ def sandboxed(lab: str, copy: str, *, memory_limit_gib: float = DEFAULT_MEMORY_L
     # a copy of calibrate --workers N is pinned to one slot's cores: its sandboxes stay there,
     # as a grading slot's do (joining a control group would otherwise reset their affinity)
     cores = tuple(sorted(os.sched_getaffinity(0)))
-    group = _control_group(lab, memory_limit_gib, cores if len(cores) < (os.cpu_count() or 0) else ())
+    group = control_group(lab, memory_limit_gib, cores if len(cores) < (os.cpu_count() or 0) else ())
     learner = None
     try:
         env = session.start(sandbox_dir=work, cgroup=group.procs if group else ())

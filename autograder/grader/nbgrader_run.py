@@ -301,7 +301,7 @@ def learner_spec(work: Path, session, group) -> dict:
     return spec
 
 
-def _control_group(lab: str, memory_limit_gib: float | None, cpus: tuple[int, ...] = ()):
+def control_group(lab: str, memory_limit_gib: float | None, cpus: tuple[int, ...] = ()):
     """The submission's control group (:mod:`autograder.grader.cgroup`): its sandboxes' memory,
     tmpfs included, under ``memory_limit_gib``, their processes and threads under the
     sandbox's cap, and (in a grading slot) their cores to ``cpus``; ``None`` where this machine
@@ -339,7 +339,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     endpoint = Endpoint(session.serve, gid=SANDBOX_GID if sandboxed else None)
     leftovers = Leftovers()
     work = Path(tempfile.mkdtemp(prefix="autograder-sandbox-")) if sandboxed else None
-    group = _control_group(session.lab, memory_limit_gib, cpus) if sandboxed else None
+    group = control_group(session.lab, memory_limit_gib, cpus) if sandboxed else None
     if work is not None:
         os.chmod(work, 0o755)  # sandboxes pass through it to their own folders inside
     try:

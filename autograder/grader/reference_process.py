@@ -207,6 +207,8 @@ def main(lab: str, copy: str = "reference") -> None:
     from .. import agent, channel, labs
     from . import ray_job
 
+    if copy not in ("reference", "degraded"):
+        sys.exit(f"no copy {copy!r} of the reference: reference or degraded")
     if copy == "reference":
         ray_job.install()  # this process and its Ray job's workers: not traceable, memory not readable
     conn = channel.connect()
