@@ -252,6 +252,24 @@ def test_a_leaking_quota_is_caught_and_named_by_the_grader_harness():
         cluster.stop()
 
 
+def test_no_quota_at_all_fails_isolation_against_the_reference_measured_beside_it():
+    """Kernels that ask for no tenant resource: the noisy tenant's flood takes the quiet tenants'
+    GPUs. Isolation is a ratio to the reference policy run in the same rounds (0.4 in theory:
+    a quiet tenant's 4 of the flood's 40 kernels in flight, on 16 GPUs, against 4 alone)."""
+    from course import cluster
+
+    s = session(quota_resources=ref.quota_resources, resource_options=lambda tenant: {})
+    try:
+        iso = s.run("resources-isolation")
+        m = re.search(r"tenant ([bc]) kept ([\d.]+)x its solo throughput where the reference policy kept ([\d.]+)x: "
+                      r"([\d.]+)x the reference's", iso.message)
+        assert not iso.passed and m, iso.message
+        assert float(m.group(4)) < lab03.T.isolation_min, iso.message
+        assert not s.run("resources-enforced").passed  # the noisy tenant held more than its quota
+    finally:
+        cluster.stop()
+
+
 def test_a_run_relative_to_one_that_finished_nothing_is_nan_not_an_error():
     """A machine too busy to finish a kernel inside a window (seen once in CI-like load: the
     lesson's isolation cell divided by zero) gives NaN, which the lesson prints, not a crash."""

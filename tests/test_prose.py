@@ -71,7 +71,7 @@ EXEMPT = [
     ("01_actor_scaling", "2 ms", "a **short** one", target("short_kernel_s")),
     ("01_actor_scaling", "50 ms", "a **long** one", target("long_kernel_s")),
     ("03_quotas", "4×", "keeps 4× its quota in flight", target("flood_factor")),
-    ("03_quotas", "0.45×", "the quiet tenants keep", target("isolation_min")),
+    ("03_quotas", "0.7×", "the quiet tenants keep", target("isolation_min")),
     ("03_quotas", "0.5×", "with quotas vs without", target("overhead_tiers")),
     ("03_quotas", "0.75×", "with quotas vs without", target("overhead_tiers")),
     ("03_quotas", "0.5×", "with the groups vs without", target("groups_overhead_tiers")),

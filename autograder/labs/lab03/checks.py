@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from course import k8s, tenancy
 
 from . import LAB
-from .steps import POOL, QUOTAS
+from .steps import POOL, QUOTAS, REFERENCE_PREFIX
 from .targets import TARGETS as T
-from ...transport import named
+from ...transport import Learner, named
 from ...checks import register, tiers
 
 if TYPE_CHECKING:
@@ -54,16 +54,17 @@ def _alt_quotas(session: Session) -> dict:
 
 # ---------------------------------------------------------------- policies, as plain data
 
-def resource_policy(session: Session) -> dict:
-    """The learner's custom-resource policy: the node's resources and each tenant's task options."""
-    res = session.learner.call("quota_resources", dict(QUOTAS), what="quota_resources(quotas)",
-                               returns="json")
+def resource_policy(side: Learner) -> dict:
+    """A custom-resource policy (the learner's, or the reference's): the node's resources and
+    each tenant's task options."""
+    res = side.call("quota_resources", dict(QUOTAS), what="quota_resources(quotas)", returns="json")
     if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v >= 0 for v in res.values()):
         raise AssertionError(f"quota_resources returned {str(res)[:80]}; expected a dict of resource name -> amount")
-    if any(k in ("CPU", "GPU", "memory", POOL) for k in res):
-        raise AssertionError("quota_resources must name custom resources only (not CPU/GPU/memory)")
-    options = {t: checked_options(session.learner.call("resource_options", t, what=f"resource_options({t!r})",
-                                                returns="json"), t)
+    if any(k in ("CPU", "GPU", "memory", POOL) or str(k).startswith(REFERENCE_PREFIX) for k in res):
+        raise AssertionError("quota_resources must name custom resources only (not CPU/GPU/memory, nor the "
+                             "grader's own)")
+    options = {t: checked_options(side.call("resource_options", t, what=f"resource_options({t!r})",
+                                            returns="json"), t)
                for t in QUOTAS}
     return {"resources": res, "options": options}
 
@@ -101,18 +102,25 @@ def _enforced(m: dict, how: str) -> None:
 
 
 def _isolated(m: dict) -> None:
-    worst = min(m["isolation"], key=m["isolation"].get)
-    if m["isolation"][worst] < T.isolation_min:
+    """The quiet tenants' isolation, as a ratio to the reference policy's measured beside it."""
+    vs = m["isolation_vs_reference"]
+    worst = min(vs, key=vs.get)
+    if vs[worst] < T.isolation_min:
         raise AssertionError(
-            f"isolation: while tenant {T.noisy} flooded, tenant {worst} kept {m['isolation'][worst]:.2f}x "
-            f"its solo throughput (median of {T.rounds} interleaved rounds); needed ≥ {T.isolation_min:.2f}x")
+            f"isolation: while tenant {T.noisy} flooded, tenant {worst} kept {m['isolation'][worst]:.2f}x its solo "
+            f"throughput where the reference policy kept {m['reference_isolation'].get(worst, 0.0):.2f}x: "
+            f"{vs[worst]:.2f}x the reference's (median of {T.rounds} interleaved rounds); needed ≥ "
+            f"{T.isolation_min:.2f}x")
 
 
 def _measured(session: Session, kind: str) -> dict:
     """The grader's measurement of the learner's ``kind`` policy ("resources" or "groups"), once per run."""
     def run():
-        policy = resource_policy(session) if kind == "resources" else groups_policy(session)
-        return session.reference.kit.measure_policy(policy, what=f"measuring your {kind} policy", timeout_s=600)
+        if kind == "groups":
+            return session.reference.kit.measure_policy(groups_policy(session), what="measuring your groups policy",
+                                                        timeout_s=600)
+        return session.reference.kit.measure_policy(resource_policy(session.learner), resource_policy(session.reference),
+                                                    what="measuring your resources policy", timeout_s=600)
     return session.memo(("policy", kind), run)
 
 
@@ -312,9 +320,25 @@ def manifests_fit(session):
                                          f"{cq!r} with {queues.get(cq)} GPUs; expected {q}")
 
 
+def _rounded(ratios: dict) -> dict:
+    return {k: round(v, 2) for k, v in ratios.items()}
+
+
+def _no_quota(tenant: str) -> dict:
+    """A policy's options that forget every tenant resource: no quota at all (calibration)."""
+    return {}
+
+
 def calibrate(session: Session) -> list[str]:
-    """The reference's isolation and overhead on this machine, for both mechanisms."""
+    """The reference's isolation and overhead on this machine, for both mechanisms, and the
+    isolation bar's margin: the reference against itself, and no quota at all against it."""
     cr, pg = _measured(session, "resources"), _measured(session, "groups")
+    leaky = type(session)(session.lab, learner=Learner(namespace={**session.answers(), "resource_options": _no_quota}))
+    none = _measured(leaky, "resources")
     return [f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
             f"placement groups: peaks {pg['peaks']}, overhead {pg['overhead']:.2f}",
-            f"tiers: isolation ≥ {T.isolation_min}, overhead {T.overhead_tiers}, groups {T.groups_overhead_tiers}"]
+            f"isolation vs the reference policy, side by side: the reference {_rounded(cr['isolation_vs_reference'])}, "
+            f"no quota at all {_rounded(none['isolation_vs_reference'])} (isolation {_rounded(none['isolation'])}; "
+            f"the reference's beside it {_rounded(none['reference_isolation'])})",
+            f"tiers: isolation ≥ {T.isolation_min}x the reference's, overhead {T.overhead_tiers}, "
+            f"groups {T.groups_overhead_tiers}"]

@@ -12,6 +12,7 @@ from ...routines import step
 from .targets import TARGETS as T
 
 POOL = "autograder_pool"  # the grader's own resource: the pool's size, whatever else the Ray has
+REFERENCE_PREFIX = "autograder_reference_"  # the reference policy's resources, beside the learner's
 QUOTAS = dict(T.quotas)
 
 
@@ -90,15 +91,30 @@ def _pooled(opts: dict) -> dict:
     return {**opts, "resources": {**(opts.get("resources") or {}), POOL: 1}}
 
 
+def renamed(policy: dict) -> dict:
+    """A custom-resource ``policy`` with every resource name prefixed by :data:`REFERENCE_PREFIX`,
+    so that it runs on the same Ray as the learner's policy without sharing a counter."""
+    rename = lambda res: {REFERENCE_PREFIX + k: v for k, v in (res or {}).items()}  # noqa: E731
+    return {"resources": rename(policy["resources"]),
+            "options": {t: {**o, "resources": rename(o.get("resources"))} for t, o in policy["options"].items()}}
+
+
 @step
-def measure_policy(policy: dict) -> dict:
-    """Reference-process side: a policy's enforcement, isolation and overhead (see :func:`_start`)."""
+def measure_policy(policy: dict, reference: dict | None = None) -> dict:
+    """Reference-process side: a policy's enforcement, isolation and overhead (see :func:`_start`).
+
+    ``reference``: the reference's custom-resource policy, run beside the learner's on the same
+    Ray (its resources renamed, :func:`renamed`) in the isolation rounds, interleaved, so that
+    isolation is a ratio to what the reference keeps under the same load (:func:`_measure`).
+    """
     import ray
     from ray.util import placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     groups = {}
-    _start(policy.get("resources"))
+    reference = renamed(reference) if reference else None
+    _start({**(policy.get("resources") or {}), **(reference["resources"] if reference else {})}
+           if "resources" in policy else None)
     if "groups" in policy:
         groups = {t: placement_group(g["bundles"], strategy=g["strategy"]) for t, g in policy["groups"].items()}
         ready, _ = ray.wait([g.ready() for g in groups.values()], num_returns=len(groups), timeout=T.pg_ready_timeout_s)
@@ -118,10 +134,11 @@ def measure_policy(policy: dict) -> dict:
 
     try:
         go, none = _runner(options), _runner(lambda t: _pooled({}))
+        beside = _runner(lambda t: _pooled(reference["options"][t])) if reference else None
         if groups:  # new groups start cold, and the no-quota reference then needs workers of its own
             go(tenancy.saturate(QUOTAS), 0.5)
             none(tenancy.saturate(QUOTAS), T.phase_s)
-        return _measure(go, none)  # the isolation rounds also warm the placement groups before the overhead rounds
+        return _measure(go, none, beside)  # the isolation rounds also warm the placement groups before the overhead rounds
     finally:
         tenancy.remove_groups(groups)
 
@@ -135,10 +152,29 @@ def _runner(options):
     return go
 
 
-def _measure(go, none) -> dict:
+def _round(run, first: str) -> tuple[dict, object]:
+    """One isolation round of a policy ``run`` (``first``: "solo" or "flood"): each quiet tenant's
+    throughput under the flood over its throughput alone, and the flood's run."""
+    got = {}
+    for kind in (first, "flood" if first == "solo" else "solo"):
+        demand = tenancy.quiet(QUOTAS, T.noisy) if kind == "solo" else tenancy.flood(QUOTAS, T.noisy, T.flood_factor)
+        got[kind] = run(demand, T.phase_s)
+    iso = {}
+    for t in QUOTAS:
+        if t != T.noisy:
+            solo = got["solo"].throughput(t)
+            iso[t] = got["flood"].throughput(t) / solo if solo else 0.0
+    return iso, got["flood"]
+
+
+def _measure(go, none, beside=None) -> dict:
     """Enforcement bursts, isolation rounds and overhead rounds with one policy ``go``.
 
-    The no-quota reference saturates the pool's worth of GPUs that no placement group holds.
+    ``beside``, the reference's policy on the same Ray, runs each isolation round too, in
+    alternating order; ``isolation_vs_reference`` is each quiet tenant's median over the rounds
+    of the learner's isolation over the reference's (rounds where the reference finished
+    nothing under the flood are left out). The no-quota reference saturates the pool's worth
+    of GPUs that no placement group holds.
     """
     peaks = {t: 0 for t in QUOTAS}
     bursts = {}
@@ -148,22 +184,34 @@ def _measure(go, none) -> dict:
             peaks[t] = max(peaks[t], r.peak(t))
         return r
 
+    def noted(demand, seconds):
+        return note(go(demand, seconds))
+
     note(go(tenancy.saturate(QUOTAS), 0.5))  # warm-up, discarded (its peaks still count)
     for t in QUOTAS:
         r = note(go({t: 2 * T.pool}, T.burst_s))
         bursts[t] = r.peak(t)
     quiet = [t for t in QUOTAS if t != T.noisy]
     iso = {t: [] for t in quiet}
+    ref_iso = {t: [] for t in quiet}
+    vs_ref = {t: [] for t in quiet}
+    if beside is not None:
+        beside(tenancy.saturate(QUOTAS), 0.5)  # its workers warm too
     for rnd in range(T.rounds):
-        order = ("solo", "flood") if rnd % 2 == 0 else ("flood", "solo")
+        first = "solo" if rnd % 2 == 0 else "flood"
+        sides = [("learner", noted), ("reference", beside)] if beside is not None else [("learner", noted)]
         got = {}
-        for kind in order:
-            demand = tenancy.quiet(QUOTAS, T.noisy) if kind == "solo" else tenancy.flood(QUOTAS, T.noisy, T.flood_factor)
-            got[kind] = note(go(demand, T.phase_s))
+        for who, run in (sides if rnd % 2 == 0 else sides[::-1]):
+            got[who] = _round(run, first)
+        flood_summary = got["learner"][1].summary()
         for t in quiet:
-            solo = got["solo"].throughput(t)
-            iso[t].append(got["flood"].throughput(t) / solo if solo else 0.0)
-        flood_summary = got["flood"].summary()
+            mine = got["learner"][0][t]
+            iso[t].append(mine)
+            if "reference" in got:
+                theirs = got["reference"][0][t]
+                ref_iso[t].append(theirs)
+                if theirs > 0:
+                    vs_ref[t].append(mine / theirs)
     ratios, totals = [], []
     for rnd in range(T.rounds):
         order = ("quota", "none") if rnd % 2 == 0 else ("none", "quota")
@@ -176,6 +224,10 @@ def _measure(go, none) -> dict:
         a, b = got["quota"].throughput(), got["none"].throughput()
         ratios.append(a / b if b else 0.0)
         totals.append((a, b))
-    return {"peaks": peaks, "bursts": bursts,
-            "isolation": {t: statistics.median(v) for t, v in iso.items() if v},
-            "flood": flood_summary, "overhead": statistics.median(ratios), "totals": [list(x) for x in totals]}
+    out = {"peaks": peaks, "bursts": bursts,
+           "isolation": {t: statistics.median(v) for t, v in iso.items() if v},
+           "flood": flood_summary, "overhead": statistics.median(ratios), "totals": [list(x) for x in totals]}
+    if beside is not None:
+        out["reference_isolation"] = {t: statistics.median(v) for t, v in ref_iso.items() if v}
+        out["isolation_vs_reference"] = {t: statistics.median(v) if v else 0.0 for t, v in vs_ref.items()}
+    return out

@@ -20,11 +20,11 @@ class Targets:
     burst_s: float = 0.6                   # each tenant floods alone this long (enforcement)
     phase_s: float = 1.2                   # one measuring phase (isolation, overhead)
     rounds: int = 3                        # interleaved rounds (A B, B A, A B): the median of 3 resists one stalled round
-    isolation_min: float = 0.45            # quiet tenants keep ≥ this fraction of their solo throughput.
-    # 2-core CPU machine, 2026-12-03: the reference policy 1.00 (idle, twice), 0.63-0.9 before, and
-    # 0.50 once in a full CI run (the solution, graded with its sandboxed kernel's Ray beside it);
-    # no quotas at all 0.30-0.40 (idle, twice). Contention on 2 cores moves the correct policy
-    # towards the leaky one: a side-by-side ratio to the reference policy is the lasting fix.
+    isolation_min: float = 0.7             # quiet tenants' throughput under the flood / solo, ≥ this × the
+    # reference policy's, measured beside it in the same rounds (interleaved). As a fixed fraction
+    # (0.45) it moved with the machine's load: on 2 CPU cores the reference policy kept 1.00 idle
+    # and 0.50 once in a full CI run, no quota at all 0.30-0.40 (its theory: a quiet tenant's
+    # share of the flood's queue, 4/40 of the pool, against 4 of 16 alone: 0.4).
     overhead_tiers: tuple = (0.5, 0.75)    # custom-resource quotas' throughput ≥ these × no quotas, same run
     # Set from `python -m autograder calibrate --runs 3` on a 2-core CPU machine: both policies run
     # on one warmed Ray, where the reference measured 1.00x every run (custom resources and groups);
