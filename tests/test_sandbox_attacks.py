@@ -428,9 +428,9 @@ def test_lab01_grader_ray_and_reference_process_cannot_be_slowed_traced_read_or_
     "FINDING: a Ray lab's kernel and its Ray tasks run as the grader's Ray user (uid 61001) -- the user of the "
     "reference process, the raylet and the GCS -- in their PID namespace, so they can see and kill them (the "
     "check then fails to measure: 0 points for this submission, no gain). Fix: the reference in a Ray of its "
-    "own under another uid, in a PID namespace the kernel cannot see: a learner raylet in the learner's sandbox joined "
-    "to a head the grader keeps in its own (measured feasible with Ray 2.60, docs/security/sandbox.md), with the "
-    "head closed to learner jobs"))
+    "own under another uid, in a PID namespace the kernel cannot see, and the lab's Ray the learner's side. Not a "
+    "grader node in the learner's Ray: a learner driver can claim the grader's job id and get through any "
+    "per-job guard there (measured with Ray 2.60, docs/security/sandbox.md)"))
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
