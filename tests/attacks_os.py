@@ -156,6 +156,13 @@ def attack(T, who, only=None, skip=(), save=True):
             raise Blocked(f"{len(others)} visible, none may be signalled")
         return f"may signal {len(reached)} processes of other sandboxes, e.g. {reached[:5]}"
     attempt("signal-other-gradings", other_gradings)
+    def reference_side():  # a lab whose reference has a Ray of its own: that Ray and the reference process
+        seen = [(pid, cmd[:60]) for pid, uid, cmd in scan(everyone=True) if uid == T.get("reference_uid")]
+        if not seen:
+            raise Blocked("no process of the reference's user is visible")
+        reached = [pid for pid, _ in seen if libc.kill(pid, 0) == 0]
+        return f"sees {len(seen)} ({len(reached)} may be signalled), e.g. {seen[:3]}"
+    attempt("find-reference-side", reference_side)
     attempt("kill-sandbox-init", lambda: os.kill(1, signal.SIGKILL) or "killed pid 1")
     # -- files: the grader's, the kit's, the course's, another student's -------------------------
     def read(p):
@@ -322,7 +329,7 @@ def targets(**known) -> dict:
     """The attack's ``T``: what the test tells the attacker (all of it a student could learn)."""
     token = secrets.token_hex(4)
     return {"mark": MARK, "daemon_word": f"{MARK}-daemon-{token}", "fill": {"tmp": ["/tmp", 3 * 2**30]}, "home_allowed": [".pyenv"], "fork_cap": 4000,
-            "outside": "1.1.1.1", "grader_ray_uid": 61001, "grader_pid": os.getpid(), "grader_home": os.path.expanduser("~"), **known}
+            "outside": "1.1.1.1", "grader_ray_uid": 61001, "reference_uid": 61002, "grader_pid": os.getpid(), "grader_home": os.path.expanduser("~"), **known}
 
 
 def cell(T: dict, who: str, only=None, skip=()) -> str:

@@ -4,6 +4,7 @@ from, and a tier counts as separating only when the runs say so every time."""
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from autograder import calibrate, cli
 from autograder.grader import sandbox
 from autograder.grader.catalog import tiered
-from autograder.labs import learner_names
+from autograder.labs import learner_names, own_reference_ray
 from autograder.grader.catalog import reference as namespace
 from autograder.selfcheck import labs
 from notebooks import extended
@@ -102,7 +103,9 @@ def test_regrading_the_reference_earns_every_tier_again(lab):
 def test_a_sandboxed_copy_runs_as_a_kernel_does(lab):
     """calibrate under the sandbox: the copy the grader calls runs as the kernel's user, in a PID
     namespace of its own (lab 00) or of its lab's Ray sandbox (lab 01), without the reference
-    folder, and answers the grader over the channel; everything it started ends with it."""
+    folder, and answers the grader over the channel; everything it started ends with it. Where the
+    lab's reference has a Ray of its own (lab 01), the reference process runs as another user, in
+    PID, network and mount namespaces the copy does not share."""
     from autograder.grader import calibration_session
 
     if sandbox.unavailable():
@@ -116,6 +119,12 @@ def test_a_sandboxed_copy_runs_as_a_kernel_does(lab):
         hidden = Path(f"/proc/{pid}/root", *(KIT / "autograder" / "labs" / f"lab{lab[:2]}" / "reference").parts[1:])
         assert hidden.is_dir() and not any(hidden.iterdir()), hidden  # its view: the folder shown empty
         assert any((KIT / "autograder" / "labs" / f"lab{lab[:2]}" / "reference").iterdir())  # the grader's
+        if own_reference_ray(lab):  # the reference: another user, PID and network namespaces than the copy's
+            ref = session.reference._pid
+            ref_status = dict(line.split(":", 1) for line in Path(f"/proc/{ref}/status").read_text().splitlines())
+            assert ref_status["Uid"].split() == [str(sandbox.REFERENCE_UID)] * 4, ref_status["Uid"]
+            for ns in ("pid", "net", "mnt"):
+                assert os.readlink(f"/proc/{ref}/ns/{ns}") != os.readlink(f"/proc/{pid}/ns/{ns}"), ns
         result = tiered(lab)[0].measure(session)  # the degraded copy, measured through the channel
         assert result.ratio < tiered(lab)[0].thresholds[-1], result
     assert not Path(f"/proc/{pid}").exists()

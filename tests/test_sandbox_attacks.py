@@ -40,7 +40,7 @@ from notebooks import extended, make_course, released, submit, variant
 pytestmark = [pytest.mark.timeout(2400), pytest.mark.grading]
 
 ALL = extended()
-SANDBOX_UIDS = (sandbox.LEARNER_UID, sandbox.GRADER_RAY_UID)
+SANDBOX_UIDS = (sandbox.LEARNER_UID, sandbox.GRADER_RAY_UID, sandbox.REFERENCE_UID)
 
 LAB00 = "00_measure"
 LAB01 = "01_actor_scaling"
@@ -424,20 +424,19 @@ def test_lab01_grader_ray_and_reference_process_cannot_be_slowed_traced_read_or_
     assert not _blocked(report, GRADER_RAY), json.dumps(report, indent=1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: a Ray lab's kernel and its Ray tasks run as the grader's Ray user (uid 61001) -- the user of the "
-    "reference process, the raylet and the GCS -- in their PID namespace, so they can see and kill them (the "
-    "check then fails to measure: 0 points for this submission, no gain). Fix: the reference in a Ray of its "
-    "own under another uid, in a PID namespace the kernel cannot see, and the lab's Ray the learner's side. Not a "
-    "grader node in the learner's Ray: a learner driver can claim the grader's job id and get through any "
-    "per-job guard there (measured with Ray 2.60, docs/security/sandbox.md)"))
+# Found by this corpus: a Ray lab's kernel and its Ray tasks ran as the user of the reference process
+# and of the Ray it ran in, in their PID namespace, so they could see and kill them (0 points for the
+# submission, no gain). Lab 01's reference now has a Ray of its own, as another user, in PID, network
+# and mount namespaces no learner process enters (its spec's REFERENCE_RAY; test_calibrate checks the
+# reference process's user and namespaces). What the kernel still sees is its own side: the lab's Ray
+# and the grader's process that starts it (kit steps only), which it may kill at the cost of its own
+# points. Labs 02, 04 and 05 still share one Ray (docs/security/sandbox.md).
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
-def test_lab01_grader_ray_and_reference_process_are_out_of_reach(lab01, who):
+def test_lab01_the_reference_and_its_ray_are_out_of_sight(lab01, who):
     report = _report(lab01, who)
-    assert not _blocked(report, ["find-reference_process", "signal-reference_process", "signal-raylet",
-                                 "signal-gcs_server"]), json.dumps(report, indent=1)
+    assert report.get("find-reference-side", "").startswith("blocked"), json.dumps(report, indent=1)
 
 
 # Found by this corpus: the lab's Ray sandbox showed autograder/reference (the reference process

@@ -4,7 +4,8 @@ In a Ray lab, the grader's reference actors and instruments run in Ray worker pr
 same uid as learner actors (docs/security/sandbox.md). A process of that uid may read and write
 another's memory through ``/proc/<pid>/mem`` unless the target is not *dumpable*
 (``PR_SET_DUMPABLE`` 0: its ``/proc`` files then belong to root). Ray starts each worker with
-the job's runtime environment; this module gives the reference process's job a
+the job's runtime environment; this module gives the grader's jobs (the reference process's,
+and the kit steps' process of a lab whose reference has a Ray of its own) a
 ``worker_process_setup_hook`` that makes every one of its workers non-dumpable before it runs
 a task. Learner jobs are not touched.
 

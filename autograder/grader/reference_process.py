@@ -53,8 +53,11 @@ class ReferenceProcess:
 
     def __init__(self, lab: str, *, ray: bool = False, sandbox_dir: Path | None = None, share: tuple[str, ...] = (),
                  cgroup: tuple[str, ...] = (), copy: str = "reference", learner: dict | None = None,
-                 env: dict[str, str] | None = None):
-        """``copy``: ``reference``, or ``degraded`` (the lab reference's ``degraded()``).
+                 env: dict[str, str] | None = None, uid: int = sandbox.GRADER_RAY_UID):
+        """``copy``: ``reference``, ``degraded`` (the lab reference's ``degraded()``), or
+        ``instruments`` (the lab's kit steps only, no reference: the process that starts a lab's
+        Ray for the learner where the reference has a Ray of its own). ``uid``: the user it runs
+        as when sandboxed (a reference with a Ray of its own: :data:`~autograder.grader.sandbox.REFERENCE_UID`).
         ``learner``: run in a learner's kernel sandbox made from this spec
         (:func:`autograder.grader.nbgrader_run.learner_spec`), in ``sandbox_dir``, with ``env``
         added (a Ray lab's address and token), instead of as the grader's reference."""
@@ -81,10 +84,11 @@ class ReferenceProcess:
             command = kernel_launcher.box(learner, cwd, readable=(self._endpoint.address,)).argv(command, cwd=cwd)
         elif sandbox_dir is not None:
             self.network_from = sandbox_dir / "ray-sandbox.json"
-            fds = [sandbox.passable(os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)),
-                   sandbox.passable(sources_fd(lab))]
-            env[SOURCES_FD_ENV] = str(fds[1])
-            command = self._sandboxed(command, sandbox_dir, fds[0], share, cgroup)
+            fds = [sandbox.passable(os.open(self.network_from, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))]
+            if copy != "instruments":
+                fds.append(sandbox.passable(sources_fd(lab)))
+                env[SOURCES_FD_ENV] = str(fds[1])
+            command = self._sandboxed(command, sandbox_dir, fds[0], share, cgroup, uid)
         try:
             self.proc = subprocess.Popen(command, env={**env, **self._endpoint.env}, stdin=subprocess.DEVNULL,
                                          stdout=self._log, stderr=subprocess.STDOUT, pass_fds=tuple(fds))
@@ -103,8 +107,9 @@ class ReferenceProcess:
                                                                   returns="string", timeout_s=START_TIMEOUT_S)
 
     def _sandboxed(self, command: list[str], folder: Path, info_fd: int, share: tuple[str, ...],
-                   cgroup: tuple[str, ...]) -> list[str]:
-        """``command`` inside a sandbox of the grader's Ray user (:mod:`autograder.grader.sandbox`).
+                   cgroup: tuple[str, ...], uid: int) -> list[str]:
+        """``command`` inside a sandbox of user ``uid``, the grader's Ray user (:mod:`autograder.grader.sandbox`)
+        unless the reference has a Ray of its own.
 
         Learner actors run in this Ray's workers, so this Ray -- and this process, which starts
         it -- get no more powers than they do: no grader process, file or network in sight. Its
@@ -120,10 +125,10 @@ class ReferenceProcess:
 
         shared = folder / "ray"
         shared.mkdir(exist_ok=True)
-        os.chown(shared, sandbox.GRADER_RAY_UID, sandbox.SANDBOX_GID)
+        os.chown(shared, uid, sandbox.SANDBOX_GID)
         os.chmod(shared, 0o2770)
         kit, hidden = sandbox.kit_paths(reference=False)
-        box = sandbox.Sandbox(uid=sandbox.GRADER_RAY_UID, readable=(*sandbox.python_paths(), *kit, self._endpoint.address),
+        box = sandbox.Sandbox(uid=uid, readable=(*sandbox.python_paths(), *kit, self._endpoint.address),
                               hidden=hidden,
                               writable=(str(folder), *share),
                               binds=((str(shared), "/tmp/ray"),), etc=sandbox.etc_files(folder / "etc"),
@@ -207,16 +212,16 @@ def main(lab: str, copy: str = "reference") -> None:
     from .. import agent, channel, labs
     from . import ray_job
 
-    if copy not in ("reference", "degraded"):
-        sys.exit(f"no copy {copy!r} of the reference: reference or degraded")
-    if copy == "reference":
+    if copy not in ("reference", "degraded", "instruments"):
+        sys.exit(f"no copy {copy!r} of the reference: reference, degraded or instruments")
+    if copy != "degraded":
         ray_job.install()  # this process and its Ray job's workers: not traceable, memory not readable
     conn = channel.connect()
     for name in (channel.ENDPOINT_ENV, channel.KEY_ENV):  # not inherited by the Ray this process starts,
         os.environ.pop(name, None)                       # whose workers run learner code in Ray labs
     load_sources()  # a sandboxed reference process: its reference code, handed over
     labs.load_steps(lab)  # the lab's own kit steps, if it has any
-    names = reference(lab)
+    names = {} if copy == "instruments" else reference(lab)
     if copy == "degraded":
         names = names["degraded"]()
     callback = agent.callback_for(conn)

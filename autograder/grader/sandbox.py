@@ -39,7 +39,8 @@ from . import syscalls
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
 LEARNER_UID = 61000      # the uid learner code runs as (no entry in the host's /etc/passwd)
-GRADER_RAY_UID = 61001   # the uid of a lab's Ray and the reference process, when they run sandboxed
+GRADER_RAY_UID = 61001   # the uid of a lab's Ray and the process that starts it, when they run sandboxed
+REFERENCE_UID = 61002    # the uid of a reference process with a Ray of its own (a lab's spec: REFERENCE_RAY)
 SANDBOX_GID = 61000      # shared by both, so a kernel can reach its lab's Ray session files
 HOME = "/home/learner"
 TOOLS = ("bwrap", "setpriv", "prlimit")
@@ -252,7 +253,8 @@ def etc_files(folder: Path) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "passwd").write_text(f"root:x:0:0:root:/root:/bin/sh\n"
                                    f"learner:x:{LEARNER_UID}:{SANDBOX_GID}:learner:{HOME}:/bin/sh\n"
-                                   f"graderray:x:{GRADER_RAY_UID}:{SANDBOX_GID}:grader's Ray:{HOME}:/bin/sh\n")
+                                   f"graderray:x:{GRADER_RAY_UID}:{SANDBOX_GID}:grader's Ray:{HOME}:/bin/sh\n"
+                                   f"reference:x:{REFERENCE_UID}:{SANDBOX_GID}:grader's reference:{HOME}:/bin/sh\n")
     (folder / "group").write_text(f"root:x:0:\nlearner:x:{SANDBOX_GID}:\n")
     for name in ("passwd", "group"):
         os.chmod(folder / name, 0o644)

@@ -45,6 +45,7 @@ class Session:
         self._lock = threading.Lock()
         self._sealed = False
         self._process = None  # the reference process, while grading
+        self._lab_ray = None  # the process that starts the lab's Ray, where the reference has a Ray of its own
 
     def attach(self, learner: Learner) -> None:
         """Make ``learner`` the side the checks call: each call's deadline is this session's
@@ -56,31 +57,52 @@ class Session:
     def start(self, sandbox_dir=None, share: tuple[str, ...] = (), cgroup: tuple[str, ...] = ()) -> dict[str, str]:
         """Start what grading this lab needs before the kernel runs; the kernel's extra environment.
 
-        Labs whose checks use Ray get a reference process that starts the lab's Ray; the
-        kernel joins it (``RAY_ADDRESS`` and this Ray's own token). Other labs need nothing.
-        With ``sandbox_dir`` that process and its Ray run in a sandbox of their own
+        Labs whose checks use Ray get a process that starts the lab's Ray; the kernel joins it
+        (``RAY_ADDRESS`` and this Ray's own token). Other labs need nothing. With
+        ``sandbox_dir`` that process and its Ray run in a sandbox of their own
         (:meth:`autograder.grader.reference_process.ReferenceProcess._sandboxed`), in the submission's
         control group ``cgroup`` (its ``cgroup.procs`` files), where there is one.
+
+        That process is the reference process, unless the lab's reference has a Ray of its own
+        (:func:`autograder.labs.own_reference_ray`) and this run is sandboxed (unsandboxed, one Ray
+        is cheaper and tampering fools only the learner): then it serves the lab's kit steps only, and
+        the reference process starts that other Ray in a sandbox of another user
+        (:data:`~autograder.grader.sandbox.REFERENCE_UID`), with its own PID and network
+        namespaces, which no learner process enters.
         """
-        from ..labs import needs_ray
+        from ..labs import needs_ray, own_reference_ray
         from .reference_process import ReferenceProcess
+        from .sandbox import REFERENCE_UID
 
         self._grading = True
         if not needs_ray(self.lab):
             return {}
-        self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share, cgroup=cgroup)
-        return dict(self._process.ray_env)
+        if sandbox_dir is None or not own_reference_ray(self.lab):  # unsandboxed, tampering fools only the learner
+            self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share, cgroup=cgroup)
+            return dict(self._process.ray_env)
+        self._lab_ray = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share, cgroup=cgroup,
+                                         copy="instruments")
+        own = sandbox_dir / "reference"
+        own.mkdir(mode=0o755)
+        try:
+            self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=own, cgroup=cgroup, uid=REFERENCE_UID)
+        except BaseException:
+            self.close()
+            raise
+        return dict(self._lab_ray.ray_env)
 
     @property
     def ray_network(self):
         """bubblewrap's report on the sandbox of the lab's Ray (its network is the kernel's), or None."""
-        return getattr(self._process, "network_from", None)
+        return getattr(self._lab_ray or self._process, "network_from", None)
 
     def close(self) -> None:
-        """Stop the reference process (and the lab's Ray with it)."""
-        if self._process is not None:
-            self._process.close()
-            self._process = None
+        """Stop the reference process and the lab's Ray."""
+        for name in ("_process", "_lab_ray"):
+            process = getattr(self, name)
+            if process is not None:
+                process.close()
+                setattr(self, name, None)
 
     @property
     def reference(self) -> Learner:
@@ -96,6 +118,15 @@ class Session:
         if self._reference is None:
             self._reference = Learner(namespace=self.answers(), timeout_s=self.call_timeout_s)
         return self._reference
+
+    def ray_of(self, side: Learner) -> Learner:
+        """Where kit steps about ``side``'s Ray objects run (Ray's task records of its actors, the
+        grader's instruments it drives): the lab's Ray process for the learner where the reference
+        has a Ray of its own; the reference's process otherwise."""
+        if self._lab_ray is not None and side is not self.reference:
+            self._lab_ray.remote.timeout_s = self.call_timeout_s
+            return self._lab_ray.remote
+        return self.reference
 
     def answers(self) -> dict:
         """The reference implementations as objects of this process, by the notebook's names: the

@@ -5,7 +5,8 @@ A lab's folder holds, side by side:
 * ``__init__``, the lab's *spec*, plain facts the grader, the reference process and the
   learner's kernel all read: ``LAB``, its id (``"02_restart_recovery"``); ``RAY``, whether the
   grader starts the lab's Ray in its reference process (the kernel joins it); ``RAY_START``,
-  the kit step that starts it (default ``connect``: the fleet's resources); ``LEARNER_NAMES``,
+  the kit step that starts it (default ``connect``: the fleet's resources); ``REFERENCE_RAY``,
+  ``"own"`` where the reference runs in a Ray of its own rather than in the lab's; ``LEARNER_NAMES``,
   the learner functions and classes the checks call (each gets a deadline);
 * ``targets``, its targets (:mod:`autograder.targets`);
 * ``steps``, where the lab has some, its own kit steps (:mod:`autograder.routines`), run in the
@@ -72,6 +73,12 @@ def load_steps(lab: str) -> None:
 def needs_ray(lab: str) -> bool:
     """Whether the grader starts ``lab``'s Ray (its spec's ``RAY``)."""
     return bool(getattr(spec(lab), "RAY", False))
+
+
+def own_reference_ray(lab: str) -> bool:
+    """Whether ``lab``'s reference runs in a Ray of its own, out of the kernel's sight (its spec's
+    ``REFERENCE_RAY == "own"``), rather than in the lab's Ray beside the learner's actors."""
+    return needs_ray(lab) and getattr(spec(lab), "REFERENCE_RAY", "shared") == "own"
 
 
 def ray_start(lab: str) -> str:

@@ -1,9 +1,10 @@
 """Checks for 01_actor_scaling: the learner's image actor, pipelined driver and scaling model.
 
-All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: its reference
-process starts it, and the learner's kernel joins it. Learner and reference are driven alike
--- the same kit steps (:mod:`autograder.routines`) in the kernel and in the reference
-process -- and timed side by side, interleaved, on the grader's clock:
+All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: a process of its
+own starts it, and the learner's kernel joins it; the reference process runs in a Ray of its
+own, out of the kernel's sight (the lab's spec: ``REFERENCE_RAY``). Learner and reference are
+driven alike -- the same kit steps (:mod:`autograder.routines`) in the kernel and in the
+reference process, each on its own Ray -- and timed side by side, interleaved, on the grader's clock:
 
 * the learner's ``ImageWorker`` processes seeded batches (checksums against the grader's
   own computation), counts its images, and its throughput is compared with the reference
@@ -80,11 +81,11 @@ class Worker:
         _check_images(got, specs, "ImageWorker.process")
         return seconds
 
-    def ran(self, reference: Learner, method: str, at_least: int) -> int:
+    def ran(self, grader: Learner, method: str, at_least: int) -> int:
         """How many ``method`` calls Ray's task records show this actor's own process finished
-        (read by the reference process, which owns the lab's Ray)."""
+        (read by ``grader``, the grader's process on this side's Ray: :meth:`Session.ray_of`)."""
         actor = self.side.kit.actor_id(stashed(f"{self.tag}.worker"), what="the actor's id", timeout_s=self.timeout_s)
-        return reference.kit.tasks_run(actor, method, at_least, what="reading Ray's task records", timeout_s=30)
+        return grader.kit.tasks_run(actor, method, at_least, what="reading Ray's task records", timeout_s=30)
 
     def count(self) -> int:
         return self.side.kit.method(stashed(f"{self.tag}.worker"), "images_processed",
@@ -119,7 +120,7 @@ def measure_worker(session: Session) -> WorkerRun:
             mine.process(specs)
         except AssertionError as exc:
             return WorkerRun(str(exc), None, sum(sizes))
-        ran = mine.ran(session.reference, "process", len(specs))
+        ran = mine.ran(session.ray_of(session.learner), "process", len(specs))
         if ran < len(specs):
             return WorkerRun(f"Ray's task records show {ran} process() calls finished in your ImageWorker "
                              f"actor's own process for the grader's {len(specs)} batches: the results were "
@@ -194,15 +195,28 @@ tiers(LAB, ("worker-tier1", "worker-tier2"), T.worker_tiers, _worker_measured,
 # ---------------------------------------------------------------------------- the driver
 
 class Fleet:
-    """The grader's armed emulated GPUs, and sealed jobs for them (fresh tokens every call)."""
+    """The grader's armed emulated GPUs, and sealed jobs for them (fresh tokens every call).
+
+    One fleet per Ray, armed with the same key: the learner's driver gets the one on the lab's
+    Ray, the reference's the one on its own Ray where it has one (:meth:`Session.ray_of`).
+    """
 
     def __init__(self, session: Session):
         self.session = session
-        self.handles = session.reference.kit.armed_fleet(fleet.size(), session.key.hex(),
-                                                         what="starting the grader's emulated GPUs",
-                                                         timeout_s=T.start_timeout_s)
-        self.n = len(self.handles)
+        self.n = fleet.size()
+        self._handles: dict[int, list] = {}
         self._rng = session.rng(4)
+
+    def handles(self, side: Learner) -> list:
+        """Serialized handles of the armed fleet on ``side``'s Ray, started on first use."""
+        grader = self.session.ray_of(side)
+        if id(grader) not in self._handles:
+            got = grader.kit.armed_fleet(self.n, self.session.key.hex(), what="starting the grader's emulated GPUs",
+                                         timeout_s=T.start_timeout_s)
+            if len(got) != self.n:
+                raise RuntimeError(f"the grader's fleet has {len(got)} emulated GPUs, not {self.n}")
+            self._handles[id(grader)] = got
+        return self._handles[id(grader)]
 
     def jobs(self, count: int, seconds: float, jitter: float = 0.0) -> list[list]:
         """Sealed jobs ``[index, seconds, token, seal]`` with fresh tokens."""
@@ -215,7 +229,7 @@ class Fleet:
 
     def drive(self, side: Learner, k: int, jobs: list, who: str = "run_pool") -> float:
         """Seconds (grader's clock) for ``side``'s ``run_pool`` to run ``jobs`` on ``k`` GPUs; checked."""
-        seconds, got = side.timed("run_pool", {"handles": self.handles[:k]}, {"jobs": jobs},
+        seconds, got = side.timed("run_pool", {"handles": self.handles(side)[:k]}, {"jobs": jobs},
                                   what=f"{who}(actors, batches)", returns="integers",
                                   timeout_s=self.session.call_timeout_s)
         expected = [receipt(self.session.key, token) for _, _, token, _ in jobs]
