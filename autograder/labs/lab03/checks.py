@@ -333,6 +333,7 @@ def calibrate(session: Session) -> list[str]:
     """The reference's isolation and overhead on this machine, for both mechanisms, and the
     isolation bar's margin: the reference against itself, and no quota at all against it."""
     cr, pg = _measured(session, "resources"), _measured(session, "groups")
+    # a session like this one (its class: checks import nothing of the grader's at run time)
     leaky = type(session)(session.lab, learner=Learner(namespace={**session.answers(), "resource_options": _no_quota}))
     none = _measured(leaky, "resources")
     return [f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
