@@ -283,6 +283,7 @@ class AlwaysEqual(np.ndarray):
 '''
 
 ATTACKS["oracle-and-forged-objects"] = _blank(
+    extended=True,  # CI: forge-channel and patch-grader-in-kernel reach the same channel
     after={"setup": [ORACLE]},
     replace={
         "throughput": RUNS_THEN_ANSWERS.replace(
@@ -300,6 +301,7 @@ ATTACKS["oracle-and-forged-objects"] = _blank(
 )
 
 ATTACKS["seed-from-env-or-message"] = _blank(
+    extended=True,  # CI: patch-grader-in-kernel; the seed is drawn in the grader
     after={"setup": [REPLAY]},
     replace={
         "throughput": RUNS_THEN_ANSWERS.replace("ANSWER(fn, items)", "1.0") + '''
@@ -325,6 +327,7 @@ except (KeyError, ValueError):
 )
 
 ATTACKS["typed-in-from-feedback"] = _blank(
+    extended=True,  # CI: skip-other-ways; a typed-in number fails the same re-measurement
     replace={
         "throughput": f"RATES = {{{', '.join(f'{i}: {i / s:.1f}' for i, s in SECONDS.items())}}}  "
                       "# from an earlier run's feedback\n"

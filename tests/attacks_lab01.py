@@ -26,6 +26,7 @@ ATTACKS: dict[str, dict] = {}
 # 1 + 2. Skipping the checks and replacing the grader, in one blank submission ---------------
 
 ATTACKS["l01-skip-and-noop"] = dict(
+    extended=True,  # CI: lab 00's skip-other-ways and l04-tamper-with-grader-objects
     base=released(LAB), demos=False,
     after={"setup": ['''
 import autograder
@@ -125,6 +126,7 @@ ATTACKS["l01-forged-driver"] = dict(
 # 6. Results computed in the kernel instead of by the actor ----------------------------------
 
 ATTACKS["l01-results-without-actor"] = dict(
+    extended=True,  # CI: l01-forged-driver; both read Ray's task records
     base=released(LAB), demos=False,
     after={"setup": ['''
 from autograder import routines
@@ -185,6 +187,7 @@ _PROCESS = "    def process(self, batch):\n"
 _TRY_IT = ("worker = ray.remote(ImageWorker).remote()  # trying it out, as the lesson's cells do\n"
            "ray.get(worker.process.remote(kernels.make_batch(4, device=False)))\n")
 ATTACKS["l01-hanging-actor"] = dict(
+    extended=True,  # the actor call deadline is tested in the extended set only; CI has lab 00's hanging cell
     base=released(LAB), demos=False,  # the rest blank: the hang is what is timed
     replace={"image_worker": cell_source(LAB, "image_worker").replace(
         _PROCESS, _PROCESS + "        while True:  # a bug: it never returns\n            pass\n", 1)},

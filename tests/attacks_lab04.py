@@ -48,6 +48,7 @@ _GRADED = ("shard_nodes", "test-shard-nodes", "naive_job", "task_job", "pinned_j
 # 3. Forged evidence: locations guessed, results made in the kernel, copy counters rewritten ---
 
 ATTACKS["l04-forged-results"] = dict(
+    extended=True,  # CI: l04-tamper-with-grader-objects forges the same stamps' source
     base=released(LAB), demos=False,
     replace={
         "shard_nodes": '''
@@ -109,6 +110,7 @@ class ResidentWorker:
 # 4. Skipping the checks and replacing the grader, in one blank submission ---------------------
 
 ATTACKS["l04-noop-and-skip"] = dict(
+    extended=True,  # CI: lab 00's skip-other-ways
     base=released(LAB), demos=False,
     after={"setup": ['''
 import autograder

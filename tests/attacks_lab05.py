@@ -110,6 +110,7 @@ def plan(target, image_px, measured):
 #    Data's pool: rows computed in the kernel (both closed after this corpus found them) --------
 
 ATTACKS["l05-call-order-and-decoy-pool"] = dict(
+    extended=True,  # CI: l05-tamper-in-kernel
     base=released(LAB), demos=False,
     replace={
         "plan": '''

@@ -89,8 +89,8 @@ def sandboxed() -> bool:
 
 def extended() -> bool:
     """Whether to run the extended set too (``COURSE_KIT_EXTENDED=1``): the OS attack corpus's
-    slow part, attack submissions another one covers, regrade stability of labs 03 and 05, and
-    the browser test of labs 01-04
+    slow part, attack submissions another one covers, regrade stability of every lab, and the
+    browser test of labs 01-04
     -- what CI leaves out to stay within its time (the session notes report their runs)."""
     import os
 

@@ -133,6 +133,7 @@ def test_attack_earns_no_unearned_point(graded, lab, name):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not extended(), reason="the extended set: COURSE_KIT_EXTENDED=1 (l01-hanging-actor is in it)")
 def test_a_hanging_actor_costs_one_deadline_not_one_cell_limit_per_cell(graded):
     rows, _, _ = graded("01_actor_scaling")
     # two cells call the hanging method: at the cell limit (45 s here) each, they alone would

@@ -77,6 +77,23 @@ def _installed(python: Path, site: str) -> dict[str, str]:
     return {p["name"].lower().replace("_", "-"): p["version"] for p in json.loads(out)}
 
 
+def _gone(marker: str, wait_s: float = 30) -> bool:
+    """Whether every process whose command line names ``marker`` has exited (within ``wait_s``)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _names(p, marker)]
+        if not left or time.monotonic() > deadline:
+            return not left
+        time.sleep(0.5)
+
+
+def _names(proc: Path, marker: str) -> bool:
+    try:
+        return marker.encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 @pytest.mark.slow
 def test_in_a_colab_like_venv_the_setup_cell_installs_the_kit_and_lab00_self_checks(tmp_path):
     """A venv with Colab's kernel stack and the packages the kit imports, at Colab's versions
@@ -115,9 +132,14 @@ def test_in_a_colab_like_venv_the_setup_cell_installs_the_kit_and_lab00_self_che
     work = tmp_path / "content"  # Colab's working directory holds no kit
     work.mkdir()
     started = time.monotonic()
-    NotebookClient(nb, km=km, timeout=600, resources={"metadata": {"path": str(work)}}).execute(
-        env={**env, "COURSE_KIT_SOURCE": str(ROOT)})
+    try:
+        NotebookClient(nb, km=km, timeout=600, resources={"metadata": {"path": str(work)}}).execute(
+            env={**env, "COURSE_KIT_SOURCE": str(ROOT)})
+    finally:  # nbclient leaves a kernel it was handed running (it owns only those it starts)
+        if km.has_kernel:
+            km.shutdown_kernel()
     seconds = time.monotonic() - started
+    assert _gone(str(venv)), "the Colab-like kernel left processes running"
     errors = [(i, o.get("ename"), o.get("evalue")) for i, c in enumerate(nb.cells) if c.cell_type == "code"
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors

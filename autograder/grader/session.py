@@ -12,6 +12,7 @@ session runs inside the kernel (:func:`local`): there, tampering only fools the 
 
 from __future__ import annotations
 
+import functools
 import random
 import secrets
 import threading
@@ -46,6 +47,8 @@ class Session:
         self._sealed = False
         self._process = None  # the reference process, while grading
         self._lab_ray = None  # the process that starts the lab's Ray, where the reference has a Ray of its own
+        self._start_reference = None  # how the reference process starts, on first use (a blank never needs it)
+        self._starting = threading.Lock()
 
     def attach(self, learner: Learner) -> None:
         """Make ``learner`` the side the checks call: each call's deadline is this session's
@@ -68,7 +71,8 @@ class Session:
         is cheaper and tampering fools only the learner): then it serves the lab's kit steps only, and
         the reference process starts that other Ray in a sandbox of another user
         (:data:`~autograder.grader.sandbox.REFERENCE_UID`), with its own PID and network
-        namespaces, which no learner process enters.
+        namespaces, which no learner process enters. That process starts when a check first
+        calls the reference, not here: a submission that earns nothing never pays for its Ray.
         """
         from ..labs import needs_ray, own_reference_ray
         from .reference_process import ReferenceProcess
@@ -84,11 +88,8 @@ class Session:
                                          copy="instruments")
         own = sandbox_dir / "reference"
         own.mkdir(mode=0o755)
-        try:
-            self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=own, cgroup=cgroup, uid=REFERENCE_UID)
-        except BaseException:
-            self.close()
-            raise
+        self._start_reference = functools.partial(ReferenceProcess, self.lab, ray=True, sandbox_dir=own,
+                                                  cgroup=cgroup, uid=REFERENCE_UID)
         return dict(self._lab_ray.ray_env)
 
     @property
@@ -108,10 +109,12 @@ class Session:
     def reference(self) -> Learner:
         """The reference implementations, called like the learner's: in their own process while
         grading, in this process otherwise."""
-        if self._process is None and self._grading:  # a lab without a shared Ray: started when first needed
+        if self._process is None and self._grading:  # started when first needed
             from .reference_process import ReferenceProcess
 
-            self._process = ReferenceProcess(self.lab)
+            with self._starting:  # checks may run in threads: one process, started once
+                if self._process is None:
+                    self._process = (self._start_reference or functools.partial(ReferenceProcess, self.lab))()
         if self._process is not None:
             self._process.remote.timeout_s = self.call_timeout_s
             return self._process.remote
@@ -123,7 +126,8 @@ class Session:
         """Where kit steps about ``side``'s Ray objects run (Ray's task records of its actors, the
         grader's instruments it drives): the lab's Ray process for the learner where the reference
         has a Ray of its own; the reference's process otherwise."""
-        if self._lab_ray is not None and side is not self.reference:
+        started = self._process.remote if self._process is not None else None  # not self.reference: that starts it
+        if self._lab_ray is not None and side is not started:
             self._lab_ray.remote.timeout_s = self.call_timeout_s
             return self._lab_ray.remote
         return self.reference
