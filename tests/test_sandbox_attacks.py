@@ -430,7 +430,7 @@ def test_lab01_grader_ray_and_reference_process_cannot_be_slowed_traced_read_or_
 # and mount namespaces no learner process enters (its spec's REFERENCE_RAY; test_calibrate checks the
 # reference process's user and namespaces). What the kernel still sees is its own side: the lab's Ray
 # and the grader's process that starts it (kit steps only), which it may kill at the cost of its own
-# points. Labs 02, 04 and 05 still share one Ray (docs/security/sandbox.md).
+# points. Labs 04 and 05 still share one Ray (docs/security/sandbox.md).
 @pytest.mark.parametrize("who", ["attacker", "ray-task"])
 @pytest.mark.slow
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")

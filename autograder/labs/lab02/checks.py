@@ -1,7 +1,8 @@
 """Checks for 02_restart_recovery: every point here is earned under injected failures.
 
-All grader-side (see :mod:`autograder.checks`). The grader's reference process starts the
-lab's Ray and the learner's kernel joins it; the grader's own actors -- a probe and a ledger
+All grader-side (see :mod:`autograder.checks`). A grader's process starts the lab's Ray and
+the learner's kernel joins it (sandboxed, a process of kit steps only: no check here calls a
+reference implementation, so the reference's sources never enter that Ray); the grader's own actors -- a probe and a ledger
 (:mod:`autograder.labs.lab02.instruments`) -- are closed to learner code (no ``__ray_call__``),
 and the grader finds the process to kill in Ray's own actor table, never by asking where
 learner code runs.
@@ -46,18 +47,18 @@ if TYPE_CHECKING:
 
 def _one_latency(session: Session, how: str, retries: int) -> str | None:
     """Run the learner's function once against a grader kill; a failure reason, or None."""
-    ref = session.reference
-    blob = session.memo(("probe", retries), lambda: ref.kit.probe(retries, what="starting the grader's probe",
-                                                                  timeout_s=T.restart_timeout_s))
-    pid = ref.kit.probe_pid(retries, what="the probe's pid", timeout_s=T.restart_timeout_s)
+    grader = session.ray_of(session.learner)  # the grader's process on the lab's Ray
+    blob = session.memo(("probe", retries), lambda: grader.kit.probe(retries, what="starting the grader's probe",
+                                                                     timeout_s=T.restart_timeout_s))
+    pid = grader.kit.probe_pid(retries, what="the probe's pid", timeout_s=T.restart_timeout_s)
     killed = {}
 
     def kill():
         if killed:
             raise ValueError("kill() may be called once per measurement")
         try:
-            killed["at"] = ref.kit.kill_probe(retries, how, pid, what="the grader's kill",
-                                              timeout_s=T.restart_timeout_s)
+            killed["at"] = grader.kit.kill_probe(retries, how, pid, what="the grader's kill",
+                                                 timeout_s=T.restart_timeout_s)
         except AssertionError as exc:
             raise ValueError(str(exc)) from None
 
@@ -66,8 +67,8 @@ def _one_latency(session: Session, how: str, retries: int) -> str | None:
     returned = clock.monotonic()
     if not killed:
         return f"recovery_latency never called kill() (after a {how})"
-    _, born, first = ref.kit.probe_recovered(retries, pid, what="waiting for the probe to answer again",
-                                             timeout_s=T.restart_timeout_s + 5)
+    _, born, first = grader.kit.probe_recovered(retries, pid, what="waiting for the probe to answer again",
+                                                timeout_s=T.restart_timeout_s + 5)
     upper = returned - killed["at"]
     if first is None or first > returned:
         return (f"after a {how} (probe with max_task_retries={retries}), recovery_latency returned "
@@ -115,9 +116,9 @@ def measure_checkpoint(session: Session) -> dict:
     every = rng.randint(*T.ckpt_every)
     xs = [rng.randint(1, 1000) for _ in range(T.ckpt_items)]
     kills = sorted(rng.sample([n for n in range(every + 1, T.ckpt_items - 1) if n % every], T.ckpt_kills))
-    ref = session.reference
-    folder = ref.kit.scratch_folder(what="making a checkpoint folder",
-                                    timeout_s=T.restart_timeout_s)
+    grader = session.ray_of(session.learner)  # the grader's process on the lab's Ray
+    folder = grader.kit.scratch_folder(what="making a checkpoint folder",
+                                       timeout_s=T.restart_timeout_s)
     path = os.path.join(folder, f"accumulator-{session.seed}.json")
     what = "CheckpointedAccumulator"
     learner, timeout_s = session.learner, session.call_timeout_s
@@ -142,10 +143,10 @@ def measure_checkpoint(session: Session) -> dict:
     try:
         for n in kills:
             feed(fed, n)
-            pid = session.reference.kit.kill_actor(actor_id, what, what=f"killing {what}",
-                                                   timeout_s=T.restart_timeout_s + 5)
-            session.reference.kit.await_restart(actor_id, pid, what=what,
-                                                timeout_s=T.restart_timeout_s + 5)
+            pid = grader.kit.kill_actor(actor_id, what, what=f"killing {what}",
+                                        timeout_s=T.restart_timeout_s + 5)
+            grader.kit.await_restart(actor_id, pid, what=what,
+                                     timeout_s=T.restart_timeout_s + 5)
             count, total = state()
             events.append((n, count, total))
             if not 0 <= count <= n:
@@ -156,7 +157,7 @@ def measure_checkpoint(session: Session) -> dict:
             final = state()
     finally:
         learner.kit.release(stashed("accumulator"), what="releasing the actor", timeout_s=timeout_s)
-        ref.kit.remove_folder(folder, what="removing the checkpoint folder", timeout_s=T.restart_timeout_s)
+        grader.kit.remove_folder(folder, what="removing the checkpoint folder", timeout_s=T.restart_timeout_s)
     return {"every": every, "xs": xs, "events": events, "final": final, "path": path}
 
 
@@ -207,8 +208,8 @@ def measure_chaos(session: Session):
     n = T.chaos_items
     seeds = [rng.randrange(2**31) for _ in range(n)]
     kill_at = faults.kill_points(n, T.chaos_kill_every, rng)
-    ref, learner, what = session.reference, session.learner, "PipelineWorker"
-    blob = ref.kit.ledger(what="starting the grader's ledger", timeout_s=T.restart_timeout_s)
+    grader, learner, what = session.ray_of(session.learner), session.learner, "PipelineWorker"
+    blob = grader.kit.ledger(what="starting the grader's ledger", timeout_s=T.restart_timeout_s)
     learner.kit.start_actor(named(what), what, {}, {"handle": blob}, what=f"{what}.remote(ledger)",
                             keep="worker")
     actor_id = learner.kit.actor_id(stashed("worker"), what=what)
@@ -223,7 +224,7 @@ def measure_chaos(session: Session):
                 break
             if k is not None:
                 try:
-                    ref.kit.arm_ledger(k, actor_id, what, what="arming the ledger", timeout_s=T.restart_timeout_s + 5)
+                    grader.kit.arm_ledger(k, actor_id, what, what="arming the ledger", timeout_s=T.restart_timeout_s + 5)
                 except AssertionError as exc:
                     lost.update({seq: f"not restarted: {exc}" for seq in range(lo, n)})
                     break
@@ -234,7 +235,7 @@ def measure_chaos(session: Session):
             lost.update({int(s): str(v) for s, v in out.get("lost", {}).items()})
     finally:
         learner.kit.release(stashed("worker"), what="releasing the actor")
-        report = ref.kit.ledger_report(what="reading the ledger", timeout_s=T.restart_timeout_s)
+        report = grader.kit.ledger_report(what="reading the ledger", timeout_s=T.restart_timeout_s)
     chaos = faults.ChaosReport(n, results, lost, [tuple(e) for e in report["entries"]], report["kills"],
                                clock.perf_counter() - t0)
     return chaos, [faults.tiny_item(s) for s in seeds], kill_at

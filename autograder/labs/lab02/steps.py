@@ -1,6 +1,7 @@
 """02_restart_recovery's kit steps (:mod:`autograder.routines`): learner classes as actors and
 the chaos run on the kernel's side; the grader's probe and ledger (:mod:`.instruments`), and its
-kills, on the reference process's side. Imported by both; they decide nothing (the checks do)."""
+kills, on the grader's side (the process that starts the lab's Ray: :meth:`Session.ray_of`).
+Imported by both; they decide nothing (the checks do)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def chaos_items(worker, pairs: list, timeout_s: float) -> dict:
     return {"results": results, "lost": lost}
 
 
-# --- kit steps: the reference process's side (the grader's actors, kills) ------------------------
+# --- kit steps: the grader's side (the grader's actors, kills) -----------------------------------
 
 @step
 def probe(retries: int) -> str:
