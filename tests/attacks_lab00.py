@@ -229,6 +229,7 @@ except ImportError:
 )
 
 ATTACKS["forge-channel"] = _blank(
+    extended=True,  # CI: patch-grader-in-kernel reaches the same channel
     after={"setup": ['''
 import json, os, pickle
 from multiprocessing.connection import Client
@@ -346,6 +347,7 @@ ATTACKS["typed-in-from-feedback"] = _blank(
 # 5. Beyond the kernel: nbgrader, the gradebook, the results file ---------------------------
 
 ATTACKS["nbgrader-failure-bypass"] = _blank(
+    extended=True,  # CI: skip-other-ways; tests/test_grading_lab00.py's killed kernel
     after={"setup": [SKIP_GRADED_CELLS + '''
 import pathlib
 out = pathlib.Path.cwd() / "00_measure.ipynb"  # nbgrader writes the graded notebook here at the end:
@@ -371,6 +373,7 @@ with sqlite3.connect(course / "gradebook.db") as con:  # only my own rows: nobod
 )
 
 ATTACKS["zz-gradebook-extra-cell"] = _blank(  # graded last: the extra cell joins the shared tables
+    extended=True,  # CI: gradebook-own-rows writes the same gradebook
     after={"setup": [FIND_COURSE + '''
 import uuid
 with sqlite3.connect(course / "gradebook.db") as con:

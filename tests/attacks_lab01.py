@@ -85,6 +85,7 @@ routines.STEPS["process_all"] = lambda workers, refs: (
 '''
 
 ATTACKS["l01-slow-the-reference"] = dict(
+    extended=True,  # CI: l01-forged-driver; the reference is in a Ray of its own (test_calibrate)
     demos=False, replace={"image_worker": SLOW_WORKER},
     honest=(WORKER | DRIVER | MODEL) - {"worker-tier1", "worker-tier2"},
     why="a correct but slow actor, with the reference implementations and the kit's steps in the "

@@ -33,6 +33,7 @@ def recovery_latency(actor, kill):
 
 _SHUTDOWN = "import ray\nray.shutdown()  # 'cleaning up' before the next check\n"
 ATTACKS["l02-shutdown-before-every-check"] = dict(
+    extended=True,  # CI: lab 00's erin-exits (tests/test_grading_lab00.py)
     demos=False,
     after={gid: [_SHUTDOWN] for gid in ("recovery_latency", "test-latency-sigkill", "test-latency-raykill",
                                          "checkpointed_accumulator", "test-checkpoint-resume",

@@ -139,6 +139,7 @@ get_ipython().input_transformers_cleanup.append(_skip_graded)
 # 5. Tampering with the grader's objects from learner code -------------------------------------
 
 ATTACKS["l04-tamper-with-grader-objects"] = dict(
+    extended=True,  # CI: lab 04's closed store in tests/test_checks_lab04.py; l01-forged-driver
     demos=False,
     after={gid: [_SHUTDOWN] for gid in _GRADED},
     replace={

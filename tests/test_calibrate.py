@@ -15,7 +15,7 @@ from autograder.grader.catalog import tiered
 from autograder.labs import learner_names, own_reference_ray
 from autograder.grader.catalog import reference as namespace
 from autograder.selfcheck import labs
-from notebooks import extended
+from notebooks import extended, only_extended
 
 KIT = Path(__file__).resolve().parents[1]
 TIERED_LABS = [lab for lab in labs() if tiered(lab)]
@@ -99,7 +99,8 @@ def test_regrading_the_reference_earns_every_tier_again(lab):
 
 
 @pytest.mark.grading
-@pytest.mark.parametrize("lab", ["00_measure", "01_actor_scaling"])
+@pytest.mark.parametrize("lab", [pytest.param("00_measure", marks=only_extended("lab 01's copy, the same code path")),
+                                 "01_actor_scaling"])
 def test_a_sandboxed_copy_runs_as_a_kernel_does(lab):
     """calibrate under the sandbox: the copy the grader calls runs as the kernel's user, in a PID
     namespace of its own (lab 00) or of its lab's Ray sandbox (lab 01), without the reference

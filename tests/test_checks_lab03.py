@@ -19,6 +19,7 @@ from autograder.labs.lab03 import reference as ref
 from autograder.grader.session import Session
 from autograder.transport import Learner
 from course import k8s, tenancy
+from notebooks import only_extended
 
 MANIFEST_CHECKS = ["manifests-valid", "manifests-quotas", "manifests-gpu-limits", "manifests-fit"]
 
@@ -232,6 +233,7 @@ def _leaky_options(tenant):
     return {} if tenant == "c" else ref.resource_options(tenant)
 
 
+@only_extended("test_no_quota_at_all_fails_isolation_against_the_reference_measured_beside_it")
 def test_a_leaking_quota_is_caught_and_named_by_the_grader_harness():
     from course import cluster
 

@@ -12,7 +12,7 @@ from autograder.grader.catalog import for_lab
 from autograder.labs.lab05 import checks as lab05
 from autograder.labs.lab05 import reference as ref
 from autograder.grader.session import Session
-from notebooks import cell_source, variant
+from notebooks import cell_source, only_extended, variant
 
 LAB = "05_capstone"
 
@@ -43,6 +43,7 @@ def test_a_plan_that_always_names_the_gpu_fails_plan_limit_only():
 
 @pytest.mark.slow
 @pytest.mark.grading
+@only_extended("lab 05's plan checks fail a wrong plan in-process, above")
 def test_wrong_limit_and_no_actor_pool_lose_exactly_their_points(tmp_path):
     plan = cell_source(LAB, "plan").replace('"limit": limit,', '"limit": "gpu",')
     tasks = cell_source(LAB, "build_pipeline").replace(

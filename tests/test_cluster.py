@@ -6,6 +6,7 @@ import pytest
 import ray
 
 from course import cluster
+from notebooks import only_extended
 
 
 def test_start_is_idempotent_and_survives_shutdown(ray_local):
@@ -163,6 +164,7 @@ def test_start_joins_a_token_cluster_or_says_what_to_set(token_cluster, tmp_path
 
 @pytest.mark.slow
 @pytest.mark.grading
+@only_extended("lab 01 runs on a token cluster, below; grade --ray in tests/test_grading_cluster.py")
 def test_lab00_gets_full_marks_on_a_token_cluster_and_the_sandbox_keeps_off_it(token_cluster, tmp_path):
     """The README's promise for a real cluster: ``RAY_ADDRESS`` names a two-node ``ray start``
     cluster with token auth on, and ``python -m autograder check --unsandboxed`` grades lab 00's

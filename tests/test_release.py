@@ -15,7 +15,7 @@ import pytest
 
 from autograder import cli, colab, release
 from autograder.grader.nbgrader_run import SetupError
-from notebooks import ROOT, released, solution
+from notebooks import ROOT, only_extended, released, solution
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,7 @@ def test_release_refuses_a_folder_that_is_not_empty_and_labs_with_solutions(bund
 
 
 @pytest.mark.slow
+@only_extended("tests/test_colab.py installs the kit in a fresh venv and self-checks lab 00")
 def test_the_bundle_installs_in_a_fresh_venv_and_self_checks_lab00(bundle, tmp_path):
     """A lab's setup cell installs the bundle into a new venv (its dependencies from this
     environment's site-packages, added by a .pth file, so nothing is downloaded but the build
