@@ -127,11 +127,13 @@ def test_the_cluster_gives_the_scores_graded_alone_with_one_row_per_submission(b
         failed = set(row["failed_checks"].split())
         assert float(row["score"]) == full - sum(points[c] for c in failed) and float(row["max_score"]) == full, row
     assert float(rows["bob"]["score"]) == 0, rows["bob"]
-    # Known defect, not the slots': lab 00's throughput checks compare the learner's rate with the
-    # grader's to ±15 %, and the learner's clock also counts each call's kernel-grader round trip.
-    # In a one-core slot beside Ray's daemons, on a slow 2-core machine, that round trip ate the
-    # headroom once (the solution's outlier workload read -36 %; targets.py's workload_seconds).
-    # Until the grader accounts for the round trip, those checks are not what this test asserts.
+    # Found by this test: lab 00's throughput checks compare the learner's rate with the grader's
+    # to ±15 %, and the learner's clock also counts each call's kernel-grader round trip. In a
+    # one-core slot beside Ray's daemons, on a slow 2-core machine, that round trip ate the
+    # headroom (the solution's outlier workload read -36 %). The grader's truth now counts the
+    # round trip (lab00 checks.Workload); until a CI run shows that holds in slots, the
+    # solution's throughput checks here are printed, not asserted (tests/test_grading_lab00.py
+    # asserts them, graded one after another).
     slow = {c for r in spread for c in r["failed_checks"].split() if c in THROUGHPUT_CHECKS}
     if slow:
         print(f"throughput checks failed in a one-core slot: {sorted(slow)}")

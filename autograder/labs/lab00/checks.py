@@ -49,7 +49,11 @@ class Workload:
     """Work of known cost, done in the grader's process: each call "processes" items by sleeping.
 
     It logs, with the grader's clock, how long every call's work took, so the true
-    steady-state rate is measured, not assumed.
+    steady-state rate is measured, not assumed -- and how long after each call returned the
+    next one arrived: the round trip through the kernel that this stand-in adds (a real
+    ``fn`` has none), which the learner's clock counts. On a loaded one-core grading slot that
+    round trip once took a third of a 30-60 ms call; a call's cost as the learner sees it is
+    its work plus that gap.
     """
 
     def __init__(self, items: int, seconds: float, *, warmup=(), outliers=0, outlier_factor=1.0, seed=0):
@@ -60,6 +64,8 @@ class Workload:
         self._phase = random.Random(seed).randrange(outliers) if outliers else 0
         self.calls = 0
         self.log: list[tuple[str, float]] = []  # (kind, seconds of work) per call
+        self.gaps: list[float] = []  # seconds from each call's return to the next call's start
+        self._returned: float | None = None
 
     def __call__(self):
         n, self.calls = self.calls, self.calls + 1
@@ -70,12 +76,18 @@ class Workload:
         else:
             kind, seconds = "steady", self.seconds
         start = time.perf_counter()
+        if self._returned is not None:
+            self.gaps.append(start - self._returned)
         time.sleep(seconds)
-        self.log.append((kind, time.perf_counter() - start))
+        self._returned = time.perf_counter()
+        self.log.append((kind, self._returned - start))
 
     def true_rate(self) -> float | None:
-        """Items per second in the steady state, from the grader's own timings (None if never run)."""
-        steady = [s for kind, s in self.log if kind == "steady"]
+        """Items per second in the steady state, from the grader's own timings (None if never
+        run): each steady call's work plus the gap before the call after it (the round trip),
+        the median of those."""
+        steady = [s + (self.gaps[i] if i < len(self.gaps) else 0.0)
+                  for i, (kind, s) in enumerate(self.log) if kind == "steady"]
         return self.items / statistics.median(steady) if steady else None
 
 
