@@ -3,6 +3,7 @@ reference passes, each mistake fails its own check with its own reason."""
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import pytest
@@ -181,3 +182,20 @@ def test_live_check_reports_every_check(capsys):
     assert score == 8
     assert out[-1] == "score: 8/14"
     assert any(line.startswith("FAIL batch-model") and "not defined yet" in line for line in out)
+
+
+def test_the_true_rate_counts_the_round_trip_between_calls_up_to_half_a_calls_work():
+    """What the learner's clock sees of a stand-in call is its work plus the kernel-grader round
+    trip; the grader's truth counts that gap, but no more than half the work, so that pausing
+    between calls cannot move the truth where a number typed in without measuring lands."""
+    quick, paused = lab00.Workload(10, 0.02), lab00.Workload(10, 0.02)
+    for _ in range(5):
+        quick()
+        time.sleep(0.005)  # a round trip
+    for _ in range(5):
+        paused()
+        time.sleep(0.2)    # a learner's pause, ten times the work
+    work = [seconds for _, seconds in quick.log]
+    assert 10 / (1.5 * max(work)) <= quick.true_rate() <= 10 / 0.0245  # work (≥ 20 ms) plus the gap (≥ 4.5 ms)
+    work = [seconds for _, seconds in paused.log]
+    assert paused.true_rate() == pytest.approx(10 / (1.5 * statistics.median(work)))  # half the work, no more

@@ -45,6 +45,13 @@ CANDIDATES = (8, 16, 32, 64, 128, 256)  # batch sizes offered on the cost model
 KERNEL_CANDIDATES = (1, 4, 16, 64, 256)
 
 
+# The most of a call's gap counted, as a fraction of its work: a round trip took up to a third.
+# Learner code can widen the gap at will (pause between calls); capped, that lowers the truth by
+# at most a third, so a number typed in without measuring still misses it (the work per call is
+# drawn per run, 30-60 ms).
+GAP_CAP = 0.5
+
+
 class Workload:
     """Work of known cost, done in the grader's process: each call "processes" items by sleeping.
 
@@ -53,7 +60,7 @@ class Workload:
     next one arrived: the round trip through the kernel that this stand-in adds (a real
     ``fn`` has none), which the learner's clock counts. On a loaded one-core grading slot that
     round trip once took a third of a 30-60 ms call; a call's cost as the learner sees it is
-    its work plus that gap.
+    its work plus that gap, counted up to half the work (:data:`GAP_CAP`).
     """
 
     def __init__(self, items: int, seconds: float, *, warmup=(), outliers=0, outlier_factor=1.0, seed=0):
@@ -84,9 +91,9 @@ class Workload:
 
     def true_rate(self) -> float | None:
         """Items per second in the steady state, from the grader's own timings (None if never
-        run): each steady call's work plus the gap before the call after it (the round trip),
-        the median of those."""
-        steady = [s + (self.gaps[i] if i < len(self.gaps) else 0.0)
+        run): each steady call's work plus the gap before the call after it (the round trip,
+        capped), the median of those."""
+        steady = [s + min(self.gaps[i] if i < len(self.gaps) else 0.0, GAP_CAP * s)
                   for i, (kind, s) in enumerate(self.log) if kind == "steady"]
         return self.items / statistics.median(steady) if steady else None
 
