@@ -20,7 +20,7 @@ import attacks_lab04
 import attacks_lab05
 from autograder.grader import catalog
 from autograder.grader import cohort
-from notebooks import extended, make_course, sandboxed, submit, variant
+from notebooks import extended, make_course, only_extended, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # one cohort of ~14 submissions on 2 cores
 
@@ -133,7 +133,7 @@ def test_attack_earns_no_unearned_point(graded, lab, name):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not extended(), reason="the extended set: COURSE_KIT_EXTENDED=1 (l01-hanging-actor is in it)")
+@only_extended("lab 00's hanging cell, tests/test_grading_lab00.py; l01-hanging-actor is in the extended set")
 def test_a_hanging_actor_costs_one_deadline_not_one_cell_limit_per_cell(graded):
     rows, _, _ = graded("01_actor_scaling")
     # two cells call the hanging method: at the cell limit (45 s here) each, they alone would

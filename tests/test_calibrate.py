@@ -15,7 +15,7 @@ from autograder.grader.catalog import tiered
 from autograder.labs import learner_names, own_reference_ray
 from autograder.grader.catalog import reference as namespace
 from autograder.selfcheck import labs
-from notebooks import extended, only_extended
+from notebooks import only_extended
 
 KIT = Path(__file__).resolve().parents[1]
 TIERED_LABS = [lab for lab in labs() if tiered(lab)]
@@ -79,15 +79,11 @@ def test_at_half_speed_waits_as_long_as_the_call_took():
     assert slowed(7) == 7 and time.perf_counter() - start >= 0.1
 
 
-# regrade stability is a second grading of every lab (1-5 min each on a slow 2-core machine): the
-# extended set; CI's one grading of each lab's reference is test_labs.py's solution at full marks
-REGRADED = [pytest.param(lab, marks=pytest.mark.skipif(not extended(), reason="the extended set: COURSE_KIT_EXTENDED=1"))
-            for lab in TIERED_LABS]
-
-
 @pytest.mark.slow
 @pytest.mark.grading
-@pytest.mark.parametrize("lab", REGRADED)
+@only_extended("a second grading of every lab, 1-5 min each on a slow 2-core machine; "
+               "CI grades labs 01-02's solutions once, tests/test_labs.py")
+@pytest.mark.parametrize("lab", TIERED_LABS)
 def test_regrading_the_reference_earns_every_tier_again(lab):
     """Regrade stability: the lab's measured checks graded once more in this run, on fresh
     seeds, exactly as grading measures them, with the reference as the learner. The first

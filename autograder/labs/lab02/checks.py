@@ -2,8 +2,9 @@
 
 All grader-side (see :mod:`autograder.checks`). A grader's process starts the lab's Ray and
 the learner's kernel joins it (sandboxed, a process of kit steps only: no check here calls a
-reference implementation, so the reference's sources never enter that Ray); the grader's own actors -- a probe and a ledger
-(:mod:`autograder.labs.lab02.instruments`) -- are closed to learner code (no ``__ray_call__``),
+reference implementation, so the reference's sources never enter that Ray); the grader's own
+actors -- a probe and a ledger (:mod:`autograder.labs.lab02.instruments`) -- are closed to
+learner code (no ``__ray_call__``),
 and the grader finds the process to kill in Ray's own actor table, never by asking where
 learner code runs.
 
