@@ -253,6 +253,56 @@ def test_a_control_group_caps_memory_held_in_tmpfs_and_reaps_what_is_left(tmp_pa
     assert killed >= 3 and not any(f.exists() for f in group.folders)
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def test_the_learner_side_gets_no_cpu_while_paused_and_a_frozen_group_still_closes(tmp_path):
+    """What side-by-side timing relies on (:meth:`Session.side_by_side`): a process that joined
+    the group's learner side (as the kernel and the lab's Ray do) runs no instruction while the
+    group is paused, and goes on after; one of the group's other side (the reference's sandbox)
+    is not paused; and a grading stopped with its learner side frozen is still cleaned up."""
+    from autograder.grader import cgroup
+
+    _require()
+    group = cgroup.create(memory_bytes=256 * 2**20, processes=64, pausable=True)
+    if group is None or group.freezer is None:
+        if os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
+            pytest.fail("COURSE_KIT_REQUIRE_SANDBOX is set, but this machine lets the grader make no freezer group")
+        pytest.skip("this machine lets the grader make no freezer group")
+    etc = sandbox.etc_files(tmp_path / "etc")
+    spin = [sys.executable, "-c", "while True: pass"]
+    learner = subprocess.Popen(sandbox.Sandbox(readable=sandbox.python_paths(), etc=etc,
+                                               cgroup=group.learner_procs).argv(spin))
+    reference = subprocess.Popen(sandbox.Sandbox(readable=sandbox.python_paths(), etc=etc,
+                                                 cgroup=group.procs).argv(spin))
+    try:
+        deadline = time.monotonic() + 10
+        while len(group.pids()) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        spinners = {p for p in group.pids() if Path(f"/proc/{p}/cmdline").read_bytes().startswith(sys.executable.encode())}
+        frozen_side = {int(p) for p in (group.freezer / "cgroup.procs").read_text().split()}
+        mine, theirs = spinners & frozen_side, spinners - frozen_side
+        assert len(mine) == 1 and len(theirs) == 1, (spinners, frozen_side)
+        (mine,), (theirs,) = mine, theirs
+        with group.paused() as paused:
+            assert paused
+            before = _cpu_seconds(mine), _cpu_seconds(theirs)
+            time.sleep(1.0)
+            during = _cpu_seconds(mine) - before[0], _cpu_seconds(theirs) - before[1]
+        assert during[0] <= 0.02 < 0.5 < during[1], during  # one tick of slack
+        time.sleep(1.0)
+        assert _cpu_seconds(mine) - before[0] > 0.5  # thawed: it runs again
+        with group.paused():  # stopped mid-turn: close() thaws what it kills
+            killed = group.close()
+    finally:
+        for proc in (learner, reference):
+            proc.kill()
+            proc.wait(10)
+    assert killed >= 2 and not group.freezer.exists() and not any(f.exists() for f in group.folders)
+
+
 FILL_THEN_START = textwrap.dedent("""
     import os, sys
     from pathlib import Path

@@ -39,7 +39,7 @@ def sandboxed(lab: str, copy: str, *, memory_limit_gib: float = DEFAULT_MEMORY_L
     group = control_group(lab, memory_limit_gib, cores if len(cores) < (os.cpu_count() or 0) else ())
     learner = None
     try:
-        env = session.start(sandbox_dir=work, cgroup=group.procs if group else ())
+        env = session.start(sandbox_dir=work, group=group)
         learner = ReferenceProcess(lab, sandbox_dir=work, copy=copy, learner=learner_spec(work, session, group),
                                    env=env)
         session.attach(learner.remote)

@@ -14,16 +14,24 @@ hierarchy whose ``cgroup.subtree_control`` already enables both controllers) are
 groups are made under the grader's own cgroup. Where neither can be written (not root, no
 delegation), :func:`create` returns ``None`` and the sandbox falls back to ``RLIMIT_NPROC``
 and the grader's memory watch.
+
+A group may also hold a freezer group for its learner side (:attr:`Cgroup.freezer`): the
+kernel and the Ray its actors run in, not the reference's sandbox. The grader pauses it while
+the reference's turn of a side-by-side measurement is timed (:meth:`Cgroup.paused`), so that
+learner code cannot spend the cores then to slow the reference (the v1 ``freezer``
+controller, or v2's ``cgroup.freeze`` in a child group).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "pids")
@@ -63,12 +71,40 @@ class Cgroup:
 
     folders: tuple[Path, ...]
     memory_bytes: int | None
+    freezer: Path | None = None  # the learner side's freezer group, where one could be made
 
     @property
     def procs(self) -> tuple[str, ...]:
         """The ``cgroup.procs`` files a process writes its pid to, to join (see
         :meth:`autograder.grader.sandbox.Sandbox.argv`)."""
         return tuple(str(f / "cgroup.procs") for f in self.folders)
+
+    @property
+    def learner_procs(self) -> tuple[str, ...]:
+        """What a process of the learner's side joins: the group, then its freezer group (on v2
+        a child of the group, so the last write moves it there; the caps still count it)."""
+        return self.procs + ((str(self.freezer / "cgroup.procs"),) if self.freezer else ())
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[bool]:
+        """The learner side frozen for the ``with`` block (whether it could be): its processes
+        get no CPU time, and go on where they were after it. Waits at most 1 s for the freeze
+        to take (a process in an uninterruptible wait finishes it first)."""
+        if self.freezer is None:
+            yield False
+            return
+        try:
+            _freeze(self.freezer, True)
+        except OSError:
+            yield False
+            return
+        try:
+            yield _wait_frozen(self.freezer)
+        finally:
+            try:
+                _freeze(self.freezer, False)
+            except OSError:  # closed in the meantime (its processes killed)
+                pass
 
     def _read(self, name: str) -> str:
         for folder in self.folders:
@@ -94,20 +130,22 @@ class Cgroup:
 
     def pids(self) -> list[int]:
         """The processes in the group now."""
-        return sorted({int(p) for f in self.procs for p in _words(Path(f))})
+        return sorted({int(p) for f in self.learner_procs for p in _words(Path(f))})
 
     def close(self, wait_s: float = 10.0) -> int:
-        """Kill what is left in the group and remove it; the number of processes killed."""
+        """Kill what is left in the group and remove it; the number of processes killed.
+        Frozen processes are thawed first: a frozen process cannot act on ``SIGKILL``."""
         killed, deadline = set(), time.monotonic() + wait_s
         while (pids := self.pids()) and time.monotonic() < deadline:
             for pid in pids:
+                _thaw_of(pid)
                 try:
                     os.kill(pid, signal.SIGKILL)
                     killed.add(pid)
                 except OSError:
                     pass
             time.sleep(0.05)
-        for folder in self.folders:
+        for folder in ((self.freezer,) if self.freezer else ()) + self.folders:
             for _ in range(100):  # a killed process leaves the group a moment after it dies
                 try:
                     folder.rmdir()
@@ -117,6 +155,65 @@ class Cgroup:
                 except OSError:
                     time.sleep(0.05)
         return len(killed)
+
+
+def _freeze(folder: Path, frozen: bool) -> None:
+    """Freeze or thaw the group ``folder`` (v2's ``cgroup.freeze``, else v1's ``freezer.state``)."""
+    if (folder / "cgroup.freeze").exists():
+        (folder / "cgroup.freeze").write_text("1" if frozen else "0")
+    else:
+        (folder / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
+
+
+def _wait_frozen(folder: Path, wait_s: float = 1.0) -> bool:
+    """Whether every process of ``folder`` stopped within ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            if (folder / "cgroup.events").exists():
+                done = "frozen 1" in (folder / "cgroup.events").read_text().splitlines()
+            else:
+                done = (folder / "freezer.state").read_text().strip() == "FROZEN"
+        except OSError:
+            return False
+        if done or time.monotonic() > deadline:
+            return done
+        time.sleep(0.001)
+
+
+def _thaw_of(pid: int) -> None:
+    """Thaw the freezer group ``pid`` is in, if it is one of ours (a grading stopped while the
+    learner side was frozen leaves it so; :func:`sweep` and :meth:`Cgroup.close` end it)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        folder = (ROOT / "freezer" if "freezer" in names.split(",") else ROOT if names == "" else None)
+        if folder is None or "autograder" not in path:
+            continue
+        folder = folder / path.lstrip("/")
+        try:
+            _freeze(folder, False)
+        except OSError:
+            pass
+
+
+def _freezer_folder(parents: tuple[Path, ...], name: str) -> Path | None:
+    """Where the learner side's freezer group goes: a child of the v2 group, or a group of the
+    v1 ``freezer`` hierarchy next to this process's own; ``None`` where neither can be made."""
+    if len(parents) == 1:
+        return parents[0] / name / "learner"
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, names, path = line.split(":", 2)
+            if "freezer" in names.split(","):
+                folder = ROOT / "freezer" / path.lstrip("/")
+                return folder / name if os.access(folder, os.W_OK) else None
+    except OSError:
+        pass
+    return None
 
 
 def _words(path: Path) -> list[str]:
@@ -146,7 +243,7 @@ def _cpuset_parent(parents: tuple[Path, ...]) -> Path | None:
 
 
 def create(*, memory_bytes: int | None, processes: int, cpus: tuple[int, ...] = (),
-           name: str = "autograder") -> Cgroup | None:
+           name: str = "autograder", pausable: bool = False) -> Cgroup | None:
     """A new group capped at ``memory_bytes`` (no swap beyond it; ``None``: no memory cap) and
     ``processes`` processes and threads; ``None`` where this machine lets the grader make none.
 
@@ -154,8 +251,11 @@ def create(*, memory_bytes: int | None, processes: int, cpus: tuple[int, ...] = 
     :mod:`autograder.grader.slots`), enforced by the ``cpuset`` controller, so that learner code
     cannot widen its own affinity onto another slot's cores; where the controller cannot be
     written the slot's affinity alone holds them (which a process may widen).
+
+    ``pausable``: with a freezer group for the learner's side (:meth:`Cgroup.paused`), where
+    this machine lets the grader make one.
     """
-    parents = _hierarchies()
+    parents = base = _hierarchies()
     if parents is None:
         return None
     cpuset = _cpuset_parent(parents) if cpus else None
@@ -185,7 +285,13 @@ def create(*, memory_bytes: int | None, processes: int, cpus: tuple[int, ...] = 
             except OSError:
                 pass
         return None
-    return Cgroup(folders, memory_bytes)
+    freezer = _freezer_folder(base, folders[0].name) if pausable else None
+    try:
+        if freezer is not None:
+            freezer.mkdir()
+    except OSError:
+        freezer = None
+    return Cgroup(folders, memory_bytes, freezer)
 
 
 def _limit(folders: tuple[Path, ...], names: tuple[str, ...], value: str, optional: bool = False) -> None:

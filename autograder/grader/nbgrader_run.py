@@ -293,7 +293,7 @@ def learner_spec(work: Path, session, group) -> dict:
             # a kernel of its own has no network: a cluster the learner named (RAY_ADDRESS and
             # its token) is out of its reach, so it starts a local Ray inside the sandbox
             "unset": [] if session.ray_network else list(CLUSTER_VARIABLES),
-            "cgroup": list(group.procs) if group else [], "seccomp": syscalls.filter_file()}
+            "cgroup": list(group.learner_procs) if group else [], "seccomp": syscalls.filter_file()}
     if session.ray_network:
         # The kernel drives the lab's Ray as that Ray's own user: Ray's session files are written
         # by both, and learner actors already run as that user inside that Ray's sandbox.
@@ -304,14 +304,15 @@ def learner_spec(work: Path, session, group) -> dict:
 def control_group(lab: str, memory_limit_gib: float | None, cpus: tuple[int, ...] = ()):
     """The submission's control group (:mod:`autograder.grader.cgroup`): its sandboxes' memory,
     tmpfs included, under ``memory_limit_gib``, their processes and threads under the
-    sandbox's cap, and (in a grading slot) their cores to ``cpus``; ``None`` where this machine
+    sandbox's cap, and (in a grading slot) their cores to ``cpus``, with a freezer group for the
+    learner's side (paused while the reference's turns are timed); ``None`` where this machine
     lets the grader make none."""
     from ..labs import needs_ray
     from . import cgroup, sandbox
 
     processes = sandbox.Limits().processes if needs_ray(lab) else sandbox.KERNEL_PROCESSES
     memory = int(memory_limit_gib * 2**30) if memory_limit_gib else None
-    return cgroup.create(memory_bytes=memory, processes=processes, cpus=cpus)
+    return cgroup.create(memory_bytes=memory, processes=processes, cpus=cpus, pausable=True)
 
 
 def autograde(course: Path, assignment: str, student: str, *,
@@ -345,8 +346,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     try:
         try:
             share = () if work is None else (endpoint.address,)  # what a Ray lab's kernel needs there too
-            env = {**endpoint.env, **session.start(sandbox_dir=work, share=share,
-                                                   cgroup=group.procs if group else ())}  # no AUTOGRADER_SEED here
+            env = {**endpoint.env, **session.start(sandbox_dir=work, share=share, group=group)}  # no AUTOGRADER_SEED here
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
                            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again",

@@ -49,6 +49,7 @@ class Session:
         self._lab_ray = None  # the process that starts the lab's Ray, where the reference has a Ray of its own
         self._start_reference = None  # how the reference process starts, on first use (a blank never needs it)
         self._starting = threading.Lock()
+        self._group = None  # the submission's control group (its learner side is paused in the reference's turns)
 
     def attach(self, learner: Learner) -> None:
         """Make ``learner`` the side the checks call: each call's deadline is this session's
@@ -57,14 +58,15 @@ class Session:
         learner.timeout_s = self.call_timeout_s
         learner.names = learner_names(self.lab)
 
-    def start(self, sandbox_dir=None, share: tuple[str, ...] = (), cgroup: tuple[str, ...] = ()) -> dict[str, str]:
+    def start(self, sandbox_dir=None, share: tuple[str, ...] = (), group=None) -> dict[str, str]:
         """Start what grading this lab needs before the kernel runs; the kernel's extra environment.
 
         Labs whose checks use Ray get a process that starts the lab's Ray; the kernel joins it
         (``RAY_ADDRESS`` and this Ray's own token). Other labs need nothing. With
         ``sandbox_dir`` that process and its Ray run in a sandbox of their own
-        (:meth:`autograder.grader.reference_process.ReferenceProcess._sandboxed`), in the submission's
-        control group ``cgroup`` (its ``cgroup.procs`` files), where there is one.
+        (:meth:`autograder.grader.reference_process.ReferenceProcess._sandboxed`), on the learner's
+        side of the submission's control group ``group`` (:class:`~autograder.grader.cgroup.Cgroup`),
+        where there is one.
 
         That process is the reference process, unless the lab's reference has a Ray of its own
         (:func:`autograder.labs.own_reference_ray`) and this run is sandboxed (unsandboxed, one Ray
@@ -72,7 +74,9 @@ class Session:
         the reference process starts that other Ray in a sandbox of another user
         (:data:`~autograder.grader.sandbox.REFERENCE_UID`), with its own PID and network
         namespaces, which no learner process enters. That process starts when a check first
-        calls the reference, not here: a submission that earns nothing never pays for its Ray.
+        calls the reference, not here: a submission that earns nothing never pays for its Ray. It
+        is in the control group's caps but not on its learner side, which :meth:`side_by_side`
+        pauses while the reference's turns are timed.
         """
         from ..labs import needs_ray, own_reference_ray
         from .reference_process import ReferenceProcess
@@ -81,15 +85,18 @@ class Session:
         self._grading = True
         if not needs_ray(self.lab):
             return {}
+        learner_side = group.learner_procs if group else ()
         if sandbox_dir is None or not own_reference_ray(self.lab):  # unsandboxed, tampering fools only the learner
-            self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share, cgroup=cgroup)
+            self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share,
+                                             cgroup=learner_side)
             return dict(self._process.ray_env)
-        self._lab_ray = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share, cgroup=cgroup,
-                                         copy="instruments")
+        self._lab_ray = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share,
+                                         cgroup=learner_side, copy="instruments")
         own = sandbox_dir / "reference"
         own.mkdir(mode=0o755)
         self._start_reference = functools.partial(ReferenceProcess, self.lab, ray=True, sandbox_dir=own,
-                                                  cgroup=cgroup, uid=REFERENCE_UID)
+                                                  cgroup=group.procs if group else (), uid=REFERENCE_UID)
+        self._group = group
         return dict(self._lab_ray.ray_env)
 
     @property
@@ -152,8 +159,15 @@ class Session:
         round after it are both below ``stop_below`` (far under every tier), that is the
         answer, so a slow submission is not timed over and over; one cold round alone does not
         decide (the lab 04 solution once scored 0.18x against 0.4 / 0.6 tiers in a CI run).
+
+        Where the reference has a Ray of its own, the learner's side (its kernel, the lab's Ray
+        and its actors) is frozen during each reference turn: a learner thread that spins
+        whenever its own code is not being called cannot take the cores from the reference.
         """
         from course.bench import Comparison, Measurement
+
+        if self._group is not None:
+            reference = self._paused(reference)
 
         warm = reference() / learner()
         if warm < stop_below:
@@ -169,6 +183,15 @@ class Session:
                 ref.append(reference())
                 mine.append(learner())
         return Comparison(Measurement(mine), Measurement(ref), [b / a for a, b in zip(mine, ref)])
+
+    def _paused(self, reference: Callable[[], float]) -> Callable[[], float]:
+        """``reference`` run with the learner's side frozen (:meth:`Cgroup.paused`)."""
+        group = self._group
+
+        def turn() -> float:
+            with group.paused():
+                return reference()
+        return turn
 
     def rng(self, salt: int) -> random.Random:
         """This run's random stream number ``salt`` (same seed, same stream)."""
