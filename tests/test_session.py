@@ -184,6 +184,35 @@ def test_side_by_side_stops_early_only_after_two_slow_rounds():
     assert slow.calls == 2 and r.ratio == pytest.approx(0.1)
 
 
+def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused():
+    """Where the reference has a Ray of its own (a sandboxed lab 01 grading), every reference
+    turn -- the warm-up's too -- runs inside the group's pause, and no learner turn does."""
+    import contextlib
+
+    class Group:
+        frozen = False
+
+        @contextlib.contextmanager
+        def paused(self):
+            self.frozen = True
+            try:
+                yield True
+            finally:
+                self.frozen = False
+
+    s, group, seen = Session("00_measure", seed=1), Group(), []
+
+    def side(name):
+        def go():
+            seen.append((name, group.frozen))
+            return 1.0
+        return go
+
+    s._group = group  # as Session.start sets it for a lab whose reference has a Ray of its own
+    s.side_by_side(side("learner"), side("reference"), rounds=4)
+    assert len(seen) == 10 and all(frozen == (who == "reference") for who, frozen in seen), seen
+
+
 def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_grading(monkeypatch):
     """In a student bundle a check that needs the reference is SKIP, counted apart; while grading
     the same fault costs the check its points (a kit whose references vanished is not a skip)."""
