@@ -137,8 +137,9 @@ class Cgroup:
         Frozen processes are thawed first: a frozen process cannot act on ``SIGKILL``."""
         killed, deadline = set(), time.monotonic() + wait_s
         while (pids := self.pids()) and time.monotonic() < deadline:
-            for pid in pids:
+            for pid in pids:  # all thawed first, then all killed, in a tight loop
                 _thaw_of(pid)
+            for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                     killed.add(pid)
