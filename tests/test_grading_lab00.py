@@ -55,8 +55,9 @@ def _submissions(tmp):
                       "        _t.sleep(0.5)\n"
                       "threading.Thread(target=_noise, daemon=True).start()"]}),
         # zeroes every grade in the gradebook it grades in (a scratch copy), then hunts the disk
-        # for the course's real one (any other gradebook next to a submission of its own)
-        "ivan-gradebook": variant(LAB, tmp / "i.ipynb", demos=False, after={"setup": [
+        # for the course's real one (any other gradebook next to a submission of its own); the
+        # blank's code otherwise (what it earns is not what is tested: alice's grade is)
+        "ivan-gradebook": variant(LAB, tmp / "i.ipynb", base=released(LAB), demos=False, after={"setup": [
             "import os, pathlib, sqlite3\n"
             "here = pathlib.Path.cwd()\n"
             "mine = next(p / 'gradebook.db' for p in here.parents if (p / 'gradebook.db').exists())\n"
