@@ -215,7 +215,7 @@ def main(lab: str, copy: str = "reference") -> None:
     if copy not in ("reference", "degraded", "instruments"):
         sys.exit(f"no copy {copy!r} of the reference: reference, degraded or instruments")
     if copy != "degraded":
-        ray_job.install()  # this process and its Ray job's workers: not traceable, memory not readable
+        ray_job.install(workers=labs.needs_ray(lab))  # this process and its Ray job's workers: not traceable
     conn = channel.connect()
     for name in (channel.ENDPOINT_ENV, channel.KEY_ENV):  # not inherited by the Ray this process starts,
         os.environ.pop(name, None)                       # whose workers run learner code in Ray labs
