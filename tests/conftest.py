@@ -53,6 +53,19 @@ def ray_local():
     return cluster.start(num_cpus=2)
 
 
+@pytest.fixture(scope="session")
+def lab00_cohort(tmp_path_factory):
+    """The lab 00 cohort graded once per session (tests/cohort_lab00.py), for the tests of
+    grading and of the sandbox that read it."""
+    import cohort_lab00
+    from os_cohort import kill_left
+
+    with pytest.MonkeyPatch.context() as mp:
+        graded = cohort_lab00.grade(tmp_path_factory.mktemp("cohort00"), mp)
+    yield graded
+    kill_left(graded)
+
+
 def pytest_terminal_summary(terminalreporter):
     """Name the folder the browser test keeps its screenshots in (tests/test_browser.py)."""
     from test_browser import SCREENSHOTS

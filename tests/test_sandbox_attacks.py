@@ -2,8 +2,10 @@
 pipeline (``cohort.run``: the attacker first, an honest student after it), each attempt of
 :mod:`attacks_os` recorded by the attacker itself and the outside checked by the test.
 
-Default set (CI): one lab 00 cohort whose attacker tries every capability the probe knows from
-its kernel (processes, files, configuration, links, network, a daemon, /tmp, a fork bomb).
+Default set (CI): the lab 00 cohort of tests/cohort_lab00.py (shared with
+tests/test_grading_lab00.py), whose attacker, the blank, tries every capability the probe
+knows from its kernel (processes, files, configuration, links, network, a daemon, /tmp, a
+fork bomb); the solution is graded right after it.
 The rest is ``slow`` and runs only in the extended set (``COURSE_KIT_EXTENDED=1``): a lab 01 cohort (the
 kernel shares its Ray's network and the machine's PID namespace; a Ray task attacks too),
 ``check`` on the attacker, a memory bomb through the sandbox's tmpfs, ``/dev/shm`` and the
@@ -16,37 +18,28 @@ Where an attack succeeds, the test is a strict xfail naming the hole: it must st
 
 from __future__ import annotations
 
-import csv
-import glob
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import sysconfig
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
 import attacks_os
 from attacks_os import MARK
-from autograder.grader import cohort
 from autograder.grader import sandbox
-from notebooks import extended, make_course, released, submit, variant
+from notebooks import extended, make_course, released, variant
+from os_cohort import (ATTACKER, HONEST, LAST_GRADED, Outside, grade_cohort, host_leftovers, kill_left,
+                       printed_reports, sandbox_processes)
 
 pytestmark = [pytest.mark.timeout(2400), pytest.mark.grading]
 
 ALL = extended()
-SANDBOX_UIDS = (sandbox.LEARNER_UID, sandbox.GRADER_RAY_UID, sandbox.REFERENCE_UID)
 
 LAB00 = "00_measure"
 LAB01 = "01_actor_scaling"
-LAST_GRADED = {LAB00: "test-ray-task", LAB01: "test-model-long-kernel"}
 FULL = {LAB00: 14.0, LAB01: 15.0}
-ATTACKER, HONEST = "a-attacker", "b-honest"  # graded in this order (cohort sorts by student)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,154 +49,6 @@ def _sandbox_needed():
         if os.environ.get("COURSE_KIT_REQUIRE_SANDBOX") == "1":
             pytest.fail(f"no sandbox can be made here: {why}")
         pytest.skip(f"no sandbox can be made here: {why}")
-
-
-# -- the outside the attacker aims at ----------------------------------------------------------
-
-class Outside:
-    """A canary process, canary files in a home-like folder of the grader's, a TCP listener on
-    the host's loopback; what the attacker is told about them (:func:`attacks_os.targets`)."""
-
-    def __init__(self, tmp: Path, course: Path, lab: str):
-        self.word = f"{MARK}-canary-{os.getpid()}"
-        self.canary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(7200)", self.word])
-        self.home = tmp / "grader-home"
-        self.home.mkdir()
-        self.files = {}
-        for name in ("canary.txt", "overwrite-me.txt", "chmod-me.txt"):
-            p = self.home / name
-            p.write_text(f"canary {name}\n")
-            os.chmod(p, 0o600)
-            self.files[name] = p
-        self.accepted: list[str] = []
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        threading.Thread(target=self._accept, daemon=True).start()
-        self.host_before = _host_leftovers()
-        self.site_before = sorted(os.listdir(sysconfig.get_paths()["purelib"]))
-        kit_ref = sandbox.KIT_ROOT / "autograder" / "labs" / f"lab{lab[:2]}" / "reference"
-        self.T = attacks_os.targets(
-            canary_pid=self.canary.pid, canary_word=self.word, canary_file=str(self.files["canary.txt"]),
-            overwrite_canary=str(self.files["overwrite-me.txt"]), chmod_canary=str(self.files["chmod-me.txt"]),
-            course=str(course), other_submission=str(course / "submitted" / HONEST / lab / f"{lab}.ipynb"),
-            kit=str(sandbox.KIT_ROOT), other_kits=_other_kits(), reference_file=f"labs/lab{lab[:2]}/reference/__init__.py",
-            home_allowed=_home_allowed(), host_tmp_dir="/tmp", notebook_name=f"{lab}.ipynb",
-            port=self.listener.getsockname()[1], grader_words=["reference_process", "raylet", "gcs_server"])
-        assert (sandbox.KIT_ROOT / "autograder" / self.T["reference_file"]).is_file() and kit_ref.is_dir()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, addr = self.listener.accept()
-            except OSError:
-                return
-            self.accepted.append(f"{addr}: {conn.recv(200)!r}")
-            conn.close()
-
-    def canary_state(self) -> dict:
-        status = dict(line.split(":", 1) for line in Path(f"/proc/{self.canary.pid}/status").read_text().splitlines())
-        return {"alive": self.canary.poll() is None, "state": status["State"].split()[0],
-                "tracer": int(status["TracerPid"]), "nice": os.getpriority(os.PRIO_PROCESS, self.canary.pid)}
-
-    def close(self):
-        self.listener.close()
-        self.canary.kill()
-        self.canary.wait()
-
-
-def _other_kits() -> list[str]:
-    """Other copies of the kit this Python imports (an editable install elsewhere than the tree
-    under test): their reference implementations must be out of reach too."""
-    out = set()
-    for finder in glob.glob(os.path.join(sysconfig.get_paths()["purelib"], "__editable__*finder.py")):
-        text = Path(finder).read_text()
-        for name in ("autograder", "course"):
-            for line in text.splitlines():
-                if line.startswith("MAPPING") and f"'{name}': '" in line:
-                    out.add(str(Path(line.split(f"'{name}': '")[1].split("'")[0]).parent))
-    return sorted(p for p in out if Path(p).resolve() != sandbox.KIT_ROOT)
-
-
-def _home_allowed() -> list[str]:
-    """What of the grader's home a sandbox shows by design: the Python install, if it lives there."""
-    home = os.path.expanduser("~")
-    return sorted({Path(p).relative_to(home).parts[0] for p in sandbox.python_paths() if p.startswith(home + "/")})
-
-
-def _host_leftovers() -> list[str]:
-    """Files named by the attack where a later process on the host would find them."""
-    home = Path.home()
-    places = ["/tmp", "/dev/shm", str(home), str(home / ".ipython/profile_default/startup"), str(home / ".ray"),
-              str(home / ".config/matplotlib"), str(home / ".config/pip"), str(home / ".pip"), str(home / ".jupyter"),
-              sysconfig.get_paths()["purelib"], sysconfig.get_paths()["stdlib"]]
-    out = [p for place in places for p in glob.glob(os.path.join(place, f"*{MARK}*")) if "canary" not in p]
-    for rc in (home / ".bashrc", home / ".profile"):
-        if rc.is_file() and MARK in rc.read_text(errors="replace"):
-            out.append(str(rc))
-    return sorted(out)
-
-
-def _sandbox_processes(lab: str) -> list[str]:
-    """Processes of the sandbox's users started for this test's students (their working folder
-    names the student: other sandboxes may run on a shared machine), or carrying the attack's
-    daemon marker, on the host."""
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            uid = int(next(ln for ln in open(f"/proc/{p}/status") if ln.startswith("Uid:")).split()[1])
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, StopIteration):
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{p}/cwd")
-        except OSError:
-            cwd = ""
-        if (uid in SANDBOX_UIDS and any(f"/{s}/{lab}" in cwd for s in (ATTACKER, HONEST))) or f"{MARK}-daemon" in cmd:
-            out.append(f"{p} uid {uid}: {cmd[:100]}")
-    return out
-
-
-# -- one cohort: the attacker, then an honest student -------------------------------------------
-
-def _grade_cohort(tmp: Path, lab: str, attack_cells, base: Path | None = None, **limits) -> dict:
-    course = make_course(tmp / "course", [lab])
-    outside = Outside(tmp, course, lab)
-    try:
-        submit(course, HONEST, lab, variant(lab, tmp / "honest.ipynb"))
-        attacker = variant(lab, tmp / "attacker.ipynb", base=base, after={LAST_GRADED[lab]: attack_cells(outside.T)})
-        submit(course, ATTACKER, lab, attacker)
-        canary_before = outside.canary_state()
-        started = time.perf_counter()
-        code = cohort.run(course, lab, **{"cell_timeout_s": 300, "timeout_s": 1200, **limits})
-        seconds = time.perf_counter() - started
-        print(f"\n{lab}: attacker + honest graded in {seconds:.0f} s")
-        with open(course / "grades.csv") as f:
-            rows = {r["student_id"]: r for r in csv.DictReader(f)}
-        folder = course / "autograded" / ATTACKER / lab
-        reports = _printed_reports(folder)
-        return {"code": code, "rows": rows, "course": course, "reports": reports, "outside": outside,
-                "canary_before": canary_before, "canary_after": outside.canary_state(), "seconds": seconds,
-                "left": _sandbox_processes(lab), "host_after": _host_leftovers(),
-                "site_after": sorted(os.listdir(sysconfig.get_paths()["purelib"])),
-                "files_after": {n: (p.read_text(errors="replace"), oct(p.stat().st_mode & 0o777))
-                                for n, p in outside.files.items()}}
-    finally:
-        outside.close()
-
-
-def _printed_reports(folder):
-    """who -> report, from the lines the attacks printed into the graded notebook (the kernel
-    works in a folder of its own: nothing it writes comes back to the grader's folder)."""
-    out = {}
-    for nb in folder.glob("*.ipynb"):
-        for cell in json.loads(nb.read_text()).get("cells", []):
-            for o in cell.get("outputs", []):
-                for line in "".join(o.get("text", "")).splitlines():
-                    if line.startswith("OS-ATTACK-REPORT "):
-                        _, who, report = line.split(" ", 2)
-                        out[who] = json.loads(report)
-    return out
 
 
 def _report(graded, who="attacker"):
@@ -217,17 +62,10 @@ def _blocked(report: dict, prefixes) -> dict:
 
 
 @pytest.fixture(scope="module")
-def lab00(tmp_path_factory):
-    graded = _grade_cohort(tmp_path_factory.mktemp("sbx00"), LAB00,
-                           lambda T: [attacks_os.cell(T, "attacker", skip=("fill-", "fork-")),
-                                      attacks_os.cell(T, "attacker-fill", only=["fill-tmp"]),
-                                      attacks_os.cell(T, "attacker-fork", only=["fork-bomb"])], memory_limit_gib=8)
-    yield graded
-    for line in graded["left"]:  # a leftover found is a failure below; do not leave it running
-        try:
-            os.kill(int(line.split()[0]), signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
+def lab00(lab00_cohort):
+    """Lab 00's cohort (tests/cohort_lab00.py): the attacker (the blank and every probe), the
+    solution right after it, then the broken submissions of tests/test_grading_lab00.py."""
+    return lab00_cohort
 
 
 # timed against the machine's own kernels: on a 2-core machine shared with other work (load
@@ -247,13 +85,13 @@ def _scores_full(row, lab):
 
 
 def test_lab00_attacker_keeps_its_own_points_and_the_honest_student_scores_full(lab00):
-    rows = lab00["rows"]
+    rows, honest = lab00["rows"], lab00["honest"]
     assert set(lab00["reports"]) == {"attacker", "attacker-fill", "attacker-fork"}, sorted(lab00["reports"])
-    for student in (ATTACKER, HONEST):  # the attack cells come after the last graded cell
-        row = rows[student]
-        assert _scores_full(row, LAB00), row
-        assert row["sandbox"] == "bubblewrap"
-    honest = lab00["course"] / "autograded" / HONEST / LAB00
+    # the attacker is the blank: it earns what the blank earns, and it is graded, not lost
+    assert (rows[ATTACKER]["status"], float(rows[ATTACKER]["score"])) == ("graded", 0.0), rows[ATTACKER]
+    assert _scores_full(rows[honest], LAB00), rows[honest]
+    assert {rows[s]["sandbox"] for s in (ATTACKER, honest)} == {"bubblewrap"}
+    honest = lab00["course"] / "autograded" / honest / LAB00
     assert not list(honest.glob("*PWNED*")), "code the attacker planted ran in the honest student's kernel"
     assert not list(honest.glob("os-attacks-*")), "the attacker's files reached the honest student's folder"
 
@@ -328,7 +166,7 @@ def test_lab00_side_by_side_in_grading_slots_nothing_gets_out(tmp_path):
     """The same attacker graded with ``grade --workers 2``: it and the honest student run at the
     same time, each in a grading slot of its own (its own cores, control group and sandbox). The
     fork bomb and /tmp filler run while the honest student is being measured next door."""
-    graded = _grade_cohort(tmp_path, LAB00,
+    graded = grade_cohort(tmp_path, LAB00,
                            lambda T: [attacks_os.cell(T, "attacker", skip=("fill-", "fork-")),
                                       attacks_os.cell(T, "attacker-fill", only=["fill-tmp"]),
                                       attacks_os.cell(T, "attacker-fork", only=["fork-bomb"])],
@@ -344,11 +182,7 @@ def test_lab00_side_by_side_in_grading_slots_nothing_gets_out(tmp_path):
         assert graded["host_after"] == graded["outside"].host_before
         assert graded["files_after"]["canary.txt"] == ("canary canary.txt\n", "0o600")
     finally:
-        for line in graded["left"]:
-            try:
-                os.kill(int(line.split()[0]), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
+        kill_left(graded)
 
 
 # -- slow: a Ray lab, whose kernel shares its Ray's network and the machine's PID namespace ----
@@ -361,13 +195,9 @@ def lab01(tmp_path_factory):
     def cells(T):
         return [attacks_os.cell(T, "attacker", skip=("fill-", "fork-")), attacks_os.ray_task_cell(T)]
 
-    graded = _grade_cohort(tmp, LAB01, cells, base=blank, memory_limit_gib=8)
+    graded = grade_cohort(tmp, LAB01, cells, base=blank, memory_limit_gib=8)
     yield graded
-    for line in graded["left"]:
-        try:
-            os.kill(int(line.split()[0]), signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
+    kill_left(graded)
 
 
 ROOT_TARGETS = ["stop-", "signal-grader", "signal-canary", "renice-grader", "renice-canary", "ptrace-grader",
@@ -486,11 +316,11 @@ def test_check_runs_the_attacker_in_the_sandbox(tmp_path, monkeypatch):
         monkeypatch.setattr(selfcheck.tempfile, "TemporaryDirectory", Keep)
         outcome = selfcheck.grade_notebook(nb, LAB00)
         report = next(r["attacker"] for k in kept for f in k.glob(f"autograded/*/{LAB00}")
-                      if "attacker" in (r := _printed_reports(f)))
+                      if "attacker" in (r := printed_reports(f)))
         assert outcome.sandboxed and outcome.score == 0
         assert attacks_os.findings(report) == {}, json.dumps(attacks_os.findings(report), indent=1)
         assert outside.canary_state()["state"] in "SR" and outside.accepted == []
-        assert _host_leftovers() == outside.host_before and _sandbox_processes(LAB00) == []
+        assert host_leftovers() == outside.host_before and sandbox_processes(LAB00) == []
     finally:
         outside.close()
 
@@ -523,7 +353,7 @@ def _fill_cell(folders: dict, hold_s: float = 0) -> str:
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_memory_bomb_in_the_sandbox_costs_only_its_own_grade(tmp_path):
     bomb = "import time\n_hoard = []\nfor _ in range(200):\n    _hoard.append(bytearray(64 * 2**20))\n    time.sleep(0.01)"
-    graded = _grade_cohort(tmp_path, LAB00, lambda T: [bomb], memory_limit_gib=3)
+    graded = grade_cohort(tmp_path, LAB00, lambda T: [bomb], memory_limit_gib=3)
     rows = graded["rows"]
     assert rows[ATTACKER]["status"] == "error: the submission used more than 3 GiB of memory; it was stopped"
     # the bomb comes after every graded cell: the grader's verdicts before it stand
@@ -536,7 +366,7 @@ def test_memory_bomb_in_the_sandbox_costs_only_its_own_grade(tmp_path):
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_memory_held_in_dev_shm_counts_against_the_memory_limit(tmp_path):
     cell = _fill_cell({"shm": ["/dev/shm", int(3.5 * 2**30)]}, hold_s=15)
-    graded = _grade_cohort(tmp_path, LAB00, lambda T: [cell], memory_limit_gib=3)
+    graded = grade_cohort(tmp_path, LAB00, lambda T: [cell], memory_limit_gib=3)
     rows = graded["rows"]
     assert _scores_full(rows[HONEST], LAB00), rows[HONEST]
     assert "memory" in rows[ATTACKER]["status"], (rows[ATTACKER], graded["reports"])
@@ -546,7 +376,7 @@ def test_memory_held_in_dev_shm_counts_against_the_memory_limit(tmp_path):
 @pytest.mark.skipif(not ALL, reason="the extended set: COURSE_KIT_EXTENDED=1")
 def test_dev_shm_and_the_notebook_folder_stop_at_a_cap(tmp_path):
     cell = _fill_cell({"shm": ["/dev/shm", 5 * 2**30], "folder": [".", 3 * 2**30]})
-    graded = _grade_cohort(tmp_path, LAB00, lambda T: [cell], memory_limit_gib=8)
+    graded = grade_cohort(tmp_path, LAB00, lambda T: [cell], memory_limit_gib=8)
     rows = graded["rows"]
     assert _scores_full(rows[HONEST], LAB00), rows[HONEST]
     report = graded["reports"]["fill"]
