@@ -33,9 +33,8 @@ from __future__ import annotations
 
 import random
 
-import nbformat
 
-from notebooks import released, solution
+from notebooks import answer_cells, released, solution
 from autograder.labs.lab00.targets import TARGETS as LAB00
 
 LAB = "00_measure"
@@ -43,9 +42,7 @@ SEED = 20250611
 CANDIDATES = (8, 16, 32, 64, 128, 256)
 
 # the solution's code cells by grade_id (to put a correct part back into a blank lab)
-SOLUTION = {c.metadata["nbgrader"]["grade_id"]: c.source
-            for c in nbformat.read(solution(LAB), as_version=4).cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+SOLUTION = answer_cells(solution(LAB))
 
 
 def _blank(**kw) -> dict:

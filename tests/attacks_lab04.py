@@ -17,9 +17,8 @@ minute of CI); a misplaced job is here as plain wrong work.
 
 from __future__ import annotations
 
-import nbformat
 
-from notebooks import released, solution
+from notebooks import answer_cells, released, solution
 
 LAB = "04_data_affinity"
 SEED = 20251203
@@ -29,9 +28,7 @@ LOCALITY = {"pinned-locality-tier1", "pinned-locality-tier2", "pinned-bytes"}
 THROUGHPUT = {"pinned-throughput-tier1", "pinned-throughput-tier2"}
 
 # the solution's code cells by grade_id (to put a correct part back into a blank lab)
-SOLUTION = {c.metadata["nbgrader"]["grade_id"]: c.source
-            for c in nbformat.read(solution(LAB), as_version=4).cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+SOLUTION = answer_cells(solution(LAB))
 
 ATTACKS: dict[str, dict] = {}
 

@@ -31,9 +31,8 @@ blank lab hands ``plan`` the grader's own model until learners get the student b
 
 from __future__ import annotations
 
-import nbformat
 
-from notebooks import released, solution
+from notebooks import answer_cells, released, solution
 
 LAB = "05_capstone"
 SEED = 20251204
@@ -42,9 +41,7 @@ THROUGHPUT = {"pipeline-throughput-tier1", "pipeline-throughput-tier2"}
 ALL = PLAN | {"pipeline-correct", "pipeline-actor-pool"} | THROUGHPUT
 
 # the solution's code cells by grade_id (to put a correct part back into a blank lab)
-SOLUTION = {c.metadata["nbgrader"]["grade_id"]: c.source
-            for c in nbformat.read(solution(LAB), as_version=4).cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+SOLUTION = answer_cells(solution(LAB))
 
 ATTACKS: dict[str, dict] = {}
 

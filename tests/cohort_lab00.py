@@ -10,7 +10,7 @@ touch), then the broken and hostile submissions of tests/test_grading_lab00.py."
 from __future__ import annotations
 
 import attacks_os
-from notebooks import released, sandboxed, variant
+from notebooks import answer_cells, released, sandboxed, variant
 from os_cohort import grade_cohort
 
 LAB = "00_measure"
@@ -23,17 +23,9 @@ ENV = {"AUTOGRADER_SEED": SEED,            # deterministic workloads, so fakes c
 SHUTDOWN = "import ray\nray.shutdown()"  # learners do, to "clean up"
 
 
-def blank() -> dict[str, str]:
-    """The released notebook's answer cells, by grade_id."""
-    import nbformat
-
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(released(LAB), as_version=4).cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
-
-
 def broken(tmp) -> dict:
     """Student -> notebook: the broken and hostile submissions graded after the solution."""
-    empty = blank()
+    empty = answer_cells(released(LAB))
     return {
         # grows its memory past the cohort's cap in a cell of its own; the next student is graded normally
         "carl-memory-bomb": variant(LAB, tmp / "c.ipynb", base=released(LAB), demos=False, after={"setup": [

@@ -22,6 +22,12 @@ def released(lab: str) -> Path:
     return ROOT / "labs" / lab / f"{lab}.ipynb"
 
 
+def answer_cells(path: Path) -> dict[str, str]:
+    """The answer cells of the notebook at ``path`` (a solution or a released lab), by grade_id."""
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
 def variant(lab: str, dest: Path, *, replace: dict[str, str] | None = None,
             after: dict[str, list[str]] | None = None, base: Path | None = None,
             demos: bool = True) -> Path:

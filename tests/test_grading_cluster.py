@@ -15,12 +15,11 @@ import threading
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder.grader import catalog, cohort
 from autograder.grader.slots import RESOURCE
-from notebooks import make_course, released, sandboxed, submit, variant
+from notebooks import answer_cells, make_course, released, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading, pytest.mark.slow]
 
@@ -30,17 +29,12 @@ BATCH_CHECKS = {"batch-model", "batch-real-tier1", "batch-real-tier2"}  # what c
 THROUGHPUT_CHECKS = {"throughput-known-cost", "throughput-sync", "throughput-warmup", "throughput-outliers"}
 
 
-def _blank(lab: str) -> dict[str, str]:
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(released(lab), as_version=4).cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
-
-
 def _cohort(course: Path, tmp: Path) -> None:
     """Lab 00: solution, blank, partial (the batch-size exercise left blank)."""
     submit(course, "alice", LAB00, variant(LAB00, tmp / "a0.ipynb"))
     submit(course, "bob", LAB00, released(LAB00))
     submit(course, "carol", LAB00, variant(LAB00, tmp / "c0.ipynb", demos=False,
-                                           replace={"best_batch_size": _blank(LAB00)["best_batch_size"]}))
+                                           replace={"best_batch_size": answer_cells(released(LAB00))["best_batch_size"]}))
 
 
 def _rows(course: Path) -> list[dict]:

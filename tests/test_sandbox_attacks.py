@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import attacks_os
+import cohort_lab00
 from attacks_os import MARK
 from autograder.grader import sandbox
 from notebooks import extended, make_course, released, variant
@@ -166,11 +167,7 @@ def test_lab00_side_by_side_in_grading_slots_nothing_gets_out(tmp_path):
     """The same attacker graded with ``grade --workers 2``: it and the honest student run at the
     same time, each in a grading slot of its own (its own cores, control group and sandbox). The
     fork bomb and /tmp filler run while the honest student is being measured next door."""
-    graded = grade_cohort(tmp_path, LAB00,
-                           lambda T: [attacks_os.cell(T, "attacker", skip=("fill-", "fork-")),
-                                      attacks_os.cell(T, "attacker-fill", only=["fill-tmp"]),
-                                      attacks_os.cell(T, "attacker-fork", only=["fork-bomb"])],
-                           memory_limit_gib=8, workers=2)
+    graded = grade_cohort(tmp_path, LAB00, cohort_lab00.attack_cells, memory_limit_gib=8, workers=2)
     try:
         rows, report = graded["rows"], _report(graded)
         for student in (ATTACKER, HONEST):  # the attack cells come after the last graded cell
