@@ -11,7 +11,6 @@ import os
 
 import pytest
 
-from autograder import labs
 from autograder.grader import ray_job, reference_process
 
 
@@ -25,11 +24,14 @@ def test_install_sets_the_hook_only_when_asked(monkeypatch, workers):
         "env_vars": {"A": "1"}, "worker_process_setup_hook": f"{ray_job.__name__}.not_dumpable"}
 
 
-def test_the_reference_process_hooks_exactly_the_labs_whose_ray_learner_jobs_join():
-    """Labs 00 and 03: a Ray private to the reference process; 01, 02, 04, 05: the lab's Ray."""
+def test_the_reference_process_hooks_exactly_the_rays_learner_jobs_join():
+    """Labs 00 and 03: a Ray private to the reference process; 01, 02, 04, 05: the lab's Ray, which
+    learner jobs join -- but not the Ray of its own that each lab's reference has there."""
     calls = [n for n in ast.walk(ast.parse(inspect.getsource(reference_process.main)))
              if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "install"]
-    assert len(calls) == 1 and ast.unparse(calls[0]) == "ray_job.install(workers=labs.needs_ray(lab))"
-    hooked = {lab for lab in ("00_measure", "01_actor_scaling", "02_restart_recovery", "03_quotas",
-                              "04_data_affinity", "05_capstone") if labs.needs_ray(lab)}
-    assert hooked == {"01_actor_scaling", "02_restart_recovery", "04_data_affinity", "05_capstone"}
+    assert len(calls) == 1 and ast.unparse(calls[0]) == "ray_job.install(workers=learner_jobs_join(lab, copy))"
+    every = ("00_measure", "01_actor_scaling", "02_restart_recovery", "03_quotas", "04_data_affinity", "05_capstone")
+    joined = {copy: {lab for lab in every if reference_process.learner_jobs_join(lab, copy)}
+              for copy in ("reference", "instruments")}
+    assert joined["instruments"] == {"01_actor_scaling", "02_restart_recovery", "04_data_affinity", "05_capstone"}
+    assert joined["reference"] == set()

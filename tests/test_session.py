@@ -213,6 +213,18 @@ def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused():
     assert len(seen) == 10 and all(frozen == (who == "reference") for who, frozen in seen), seen
 
 
+def test_the_labs_whose_reference_has_a_ray_of_its_own_pause_the_learner_side_except_lab_04():
+    """Labs 01, 02 and 05 freeze the learner's side in the reference's turns; lab 04 does not (its
+    emulated cluster ran slower after every thaw: its spec's PAUSE_LEARNER); labs 00 and 03 have
+    no lab Ray to pause."""
+    from autograder import labs
+
+    assert {lab for lab in labs.all_labs() if labs.own_reference_ray(lab)} == {
+        "01_actor_scaling", "02_restart_recovery", "04_data_affinity", "05_capstone"}
+    assert {lab for lab in labs.all_labs() if labs.pauses_learner(lab)} == {
+        "01_actor_scaling", "02_restart_recovery", "05_capstone"}
+
+
 def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_grading(monkeypatch):
     """In a student bundle a check that needs the reference is SKIP, counted apart; while grading
     the same fault costs the check its points (a kit whose references vanished is not a skip)."""

@@ -206,6 +206,14 @@ def load_sources() -> None:
     cloudpickle.register_pickle_by_value(module)
 
 
+def learner_jobs_join(lab: str, copy: str) -> bool:
+    """Whether learner jobs join the Ray this process starts: the lab's Ray (:func:`~autograder.labs.needs_ray`),
+    unless this is a reference with a Ray of its own (:func:`~autograder.labs.own_reference_ray`), which
+    no learner process reaches. (Unsandboxed, such a lab's one Ray is shared, but there learner code
+    runs as the grader's user anyway.)"""
+    return labs.needs_ray(lab) and (copy == "instruments" or not labs.own_reference_ray(lab))
+
+
 def main(lab: str, copy: str = "reference") -> None:
     """Serve the grader's requests on the reference implementations (or their ``degraded`` copy)
     until it says bye."""
@@ -214,8 +222,8 @@ def main(lab: str, copy: str = "reference") -> None:
 
     if copy not in ("reference", "degraded", "instruments"):
         sys.exit(f"no copy {copy!r} of the reference: reference, degraded or instruments")
-    if copy != "degraded":
-        ray_job.install(workers=labs.needs_ray(lab))  # this process and its Ray job's workers: not traceable
+    if copy != "degraded":  # this process not traceable, nor its Ray job's workers where learner jobs join its Ray
+        ray_job.install(workers=learner_jobs_join(lab, copy))
     conn = channel.connect()
     for name in (channel.ENDPOINT_ENV, channel.KEY_ENV):  # not inherited by the Ray this process starts,
         os.environ.pop(name, None)                       # whose workers run learner code in Ray labs

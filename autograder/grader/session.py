@@ -76,9 +76,10 @@ class Session:
         namespaces, which no learner process enters. That process starts when a check first
         calls the reference, not here: a submission that earns nothing never pays for its Ray. It
         is in the control group's caps but not on its learner side, which :meth:`side_by_side`
-        pauses while the reference's turns are timed.
+        pauses while the reference's turns are timed (unless the lab's spec says not to:
+        :func:`~autograder.labs.pauses_learner`).
         """
-        from ..labs import needs_ray, own_reference_ray
+        from ..labs import needs_ray, own_reference_ray, pauses_learner
         from .reference_process import ReferenceProcess
         from .sandbox import REFERENCE_UID
 
@@ -96,7 +97,7 @@ class Session:
         own.mkdir(mode=0o755)
         self._start_reference = functools.partial(ReferenceProcess, self.lab, ray=True, sandbox_dir=own,
                                                   cgroup=group.procs if group else (), uid=REFERENCE_UID)
-        self._group = group
+        self._group = group if pauses_learner(self.lab) else None
         return dict(self._lab_ray.ray_env)
 
     @property
@@ -161,8 +162,9 @@ class Session:
         decide (the lab 04 solution once scored 0.18x against 0.4 / 0.6 tiers in a CI run).
 
         Where the reference has a Ray of its own, the learner's side (its kernel, the lab's Ray
-        and its actors) is frozen during each reference turn: a learner thread that spins
-        whenever its own code is not being called cannot take the cores from the reference.
+        and its actors) is frozen during each reference turn (where the lab pauses it): a learner
+        thread that spins whenever its own code is not being called cannot take the cores from the
+        reference.
         """
         from course.bench import Comparison, Measurement
 

@@ -6,7 +6,8 @@ A lab's folder holds, side by side:
   learner's kernel all read: ``LAB``, its id (``"02_restart_recovery"``); ``RAY``, whether the
   grader starts the lab's Ray in its reference process (the kernel joins it); ``RAY_START``,
   the kit step that starts it (default ``connect``: the fleet's resources); ``REFERENCE_RAY``,
-  ``"own"`` where the reference runs in a Ray of its own rather than in the lab's; ``LEARNER_NAMES``,
+  ``"own"`` where the reference runs in a Ray of its own rather than in the lab's; ``PAUSE_LEARNER``,
+  ``False`` where the learner's side must not be frozen while the reference is timed; ``LEARNER_NAMES``,
   the learner functions and classes the checks call (each gets a deadline);
 * ``targets``, its targets (:mod:`autograder.targets`);
 * ``steps``, where the lab has some, its own kit steps (:mod:`autograder.routines`), run in the
@@ -79,6 +80,12 @@ def own_reference_ray(lab: str) -> bool:
     """Whether ``lab``'s reference runs in a Ray of its own, out of the kernel's sight (its spec's
     ``REFERENCE_RAY == "own"``), rather than in the lab's Ray beside the learner's actors."""
     return needs_ray(lab) and getattr(spec(lab), "REFERENCE_RAY", "shared") == "own"
+
+
+def pauses_learner(lab: str) -> bool:
+    """Whether the learner's side (its kernel and the lab's Ray) is frozen while the reference's turn
+    is timed, where the reference has a Ray of its own (its spec's ``PAUSE_LEARNER``, default yes)."""
+    return own_reference_ray(lab) and bool(getattr(spec(lab), "PAUSE_LEARNER", True))
 
 
 def ray_start(lab: str) -> str:

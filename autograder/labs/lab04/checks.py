@@ -1,10 +1,13 @@
 """Checks for 04_data_affinity: where the learner's job reads each shard, and the bytes it moves.
 
-All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: its reference
-process starts the emulated multi-node cluster, and the learner's kernel joins it. The
-grader's *shard store* (:class:`autograder.labs.lab04.instruments.ShardStore`, an actor learner
-code can read from but not change) produces fresh seeded shards for every round, in a seeded,
-uneven placement unlike the notebook's round-robin one, and hands them out without their seeds.
+All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: a process of its
+own starts the emulated multi-node cluster, and the learner's kernel joins it; graded sandboxed,
+the reference's jobs run on a second emulated cluster of the same shape, out of the kernel's
+sight (the lab's spec: ``REFERENCE_RAY``), with a shard store of their own, and the learner's
+side is paused while they are timed. Each side's *shard store*
+(:class:`autograder.labs.lab04.instruments.ShardStore`, an actor learner code can read from but
+not change) produces fresh seeded shards for every round, in a seeded, uneven placement unlike
+the notebook's round-robin one, and hands them out without their seeds.
 
 What a job did is read from Ray, by the grader, around each run -- never from the job:
 
@@ -16,9 +19,9 @@ What a job did is read from Ray, by the grader, around each run -- never from th
 * **correctness**: each result's content digest and per-image means against the grader's
   own computation from its seeds. The node a result claims it ran on is not used.
 
-The learner's job and the reference's run the same kit step on the same kind of shards,
-interleaved, timed by the grader's clock; the naive placement is measured in the same run
-for the bytes target. The resident worker reads a grader-served host batch whose source
+The learner's job and the reference's run the same kit step on the same kind of shards, in the
+same placement by node position, interleaved, timed by the grader's clock; the naive placement
+is measured in the same run (on the reference's side) for the bytes target. The resident worker reads a grader-served host batch whose source
 counts every read.
 """
 
@@ -114,27 +117,34 @@ class Run:
 
 
 class Dataset:
-    """The grader's shard store and placement for one grading run, and a job runner on it."""
+    """The grader's shard store and placement on one side's cluster for one grading run, and a
+    job runner on it. ``grader`` is the grader's process on that cluster (:meth:`Session.ray_of
+    <autograder.grader.session.Session.ray_of>`); ``salt``, the stream its shards' seeds come from."""
 
-    def __init__(self, session: Session):
-        self.session, self.ref, self.key = session, session.reference, session.key.hex()
-        self.nodes = self.ref.kit.node_ids(what="the grader's cluster", timeout_s=60)
+    def __init__(self, session: Session, grader, salt: int = 4):
+        self.session, self.grader, self.key = session, grader, session.key.hex()
+        self.nodes = grader.kit.node_ids(what="the grader's cluster", timeout_s=60)
         if len(self.nodes) < 2:
             raise AssertionError(f"the grader's cluster has {len(self.nodes)} node(s)")
-        self.store = {"handle": self.ref.kit.shard_store(self.key, what="the grader's shard store", timeout_s=60)}
-        self.placement = grader_placement(self.nodes, session.seed)
-        self._rng, self._count = session.rng(4), 0
+        self.store = {"handle": grader.kit.shard_store(self.key, what="the grader's shard store", timeout_s=60)}
+        self.placement = grader_placement(self.nodes, session.seed)  # by node position: alike on both clusters
+        self._rng, self._count = session.rng(salt), 0
+
+    @classmethod
+    def of(cls, session: Session, side) -> Dataset:
+        """The dataset on ``side``'s cluster (the learner's or the reference's)."""
+        return cls(session, session.ray_of(side), salt=4 if side is session.learner else 7)
 
     def make(self, placement: list, images: int) -> tuple[str, list]:
         """New shards (fresh seeds) on ``placement``: their name and seeds."""
         self._count += 1
         name, seeds = f"set{self._count}", [self._rng.randrange(2**31) for _ in placement]
-        self.ref.kit.produce(self.store, self.key, name, list(placement), seeds, images,
+        self.grader.kit.produce(self.store, self.key, name, list(placement), seeds, images,
                              what="the grader's shards", timeout_s=120)
         return name, seeds
 
     def observe(self, name: str) -> dict:
-        seen = self.ref.kit.observe(self.store, name, what="Ray's object directory",
+        seen = self.grader.kit.observe(self.store, name, what="Ray's object directory",
                                     timeout_s=60)
         if not (isinstance(seen, dict) and isinstance(seen.get("holders"), list)
                 and isinstance(seen.get("written"), dict)):
@@ -149,7 +159,7 @@ class Dataset:
             seconds, results = side.kit.run_job.timed(stashed(job), self.store, name, what=f"{what}.run(shards)")
             after = self.observe(name)
         finally:
-            self.ref.kit.drop(self.store, self.key, name, what="dropping the grader's shards", timeout_s=60)
+            self.grader.kit.drop(self.store, self.key, name, what="dropping the grader's shards", timeout_s=60)
         if not isinstance(results, list):
             raise AssertionError(f"{what}.run(shards) returned no list of results")
         return Run(images, seeds, before, after, seconds, results)
@@ -160,11 +170,11 @@ class Dataset:
 @register(LAB, "shard-nodes")
 def shard_nodes_correct(session):
     """shard_nodes(refs) names every node holding a copy of each object, as Ray's directory does."""
-    data = Dataset(session)
+    data = Dataset.of(session, session.learner)
     name, _ = data.make(data.placement[:4], 64)
     holders = data.observe(name)["holders"]
     other = next(n for n in data.nodes if n not in holders[0])
-    data.ref.kit.copy_shard(data.store, data.key, name, 0, other, what="a second copy", timeout_s=60)
+    data.grader.kit.copy_shard(data.store, data.key, name, 0, other, what="a second copy", timeout_s=60)
     truth = data.observe(name)["holders"]
     got = session.learner.kit.ask_shard_nodes(named("shard_nodes"), data.store, name, what="shard_nodes(refs)")
     after = data.observe(name)["holders"]  # the answer may also be Ray's directory just after the call
@@ -199,13 +209,16 @@ class Pinned:
 
 
 def measure_pinned(session: Session) -> Pinned:
-    """The learner's locality-aware job on the grader's shards, against the naive and reference jobs."""
-    data, learner, ref = Dataset(session), session.learner, session.reference
+    """The learner's locality-aware job on the grader's shards, against the naive and reference jobs
+    (those two on the reference's cluster, where it has one of its own)."""
+    learner, ref = session.learner, session.reference
+    data = Dataset.of(session, learner)
+    theirs_data = data if session.ray_of(ref) is data.grader else Dataset.of(session, ref)
     # distinct keys: outside grading, both sides keep their jobs in the same process
     learner.kit.make_job(named("PinnedJob"), data.nodes, what="PinnedJob(nodes)", keep="job")
-    ref.kit.make_job(named("PinnedJob"), data.nodes, what="the reference PinnedJob", keep="reference-job",
+    ref.kit.make_job(named("PinnedJob"), theirs_data.nodes, what="the reference PinnedJob", keep="reference-job",
                      timeout_s=60)
-    ref.kit.make_job(named("NaiveJob"), data.nodes, what="the naive job", keep="naive-job", timeout_s=60)
+    ref.kit.make_job(named("NaiveJob"), theirs_data.nodes, what="the naive job", keep="naive-job", timeout_s=60)
     runs = []
 
     def mine(images: int = locality.SHARD_IMAGES) -> float:
@@ -216,11 +229,11 @@ def measure_pinned(session: Session) -> Pinned:
         return run.seconds
 
     def theirs() -> float:
-        return data.run(ref, "reference-job", "the reference PinnedJob").seconds
+        return theirs_data.run(ref, "reference-job", "the reference PinnedJob").seconds
 
     try:
         mine(images=64)  # a warm-up, discarded; and a job with wrong results costs no more time
-        naive = data.run(ref, "naive-job", "the naive job")  # its bytes only: not timed, not warmed up
+        naive = theirs_data.run(ref, "naive-job", "the naive job")  # its bytes only: not timed, not warmed up
         ref.kit.forget("naive-job", what="releasing the naive job", timeout_s=60)
         runs.clear()
         ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
@@ -288,8 +301,8 @@ tiers(LAB, ("pinned-throughput-tier1", "pinned-throughput-tier2"), T.throughput_
 @register(LAB, "resident-copies")
 def resident_copies(session):
     """A resident worker reads its host batch once, however often it runs, and is right."""
-    seed = session.rng(5).randrange(2**31)
-    source = {"handle": session.reference.kit.batch_source(T.resident_images, seed, what="the grader's host batch",
+    seed, grader = session.rng(5).randrange(2**31), session.ray_of(session.learner)
+    source = {"handle": grader.kit.batch_source(T.resident_images, seed, what="the grader's host batch",
                                                            timeout_s=60)}
     outs = session.learner.kit.resident(named("ResidentWorker"), source, T.resident_images,
                                         T.resident_calls, what="ResidentWorker(batch) and its run()", returns="arrays")
@@ -299,7 +312,7 @@ def resident_copies(session):
             raise AssertionError(f"ResidentWorker.run() call {i + 1} returned a wrong result (checksum differs)")
     if len(outs) != T.resident_calls:
         raise AssertionError(f"{len(outs)} results for {T.resident_calls} calls")
-    reads = session.reference.kit.reads(source, what="the host batch's reads",
+    reads = grader.kit.reads(source, what="the host batch's reads",
                                         timeout_s=60)
     if reads > 1:
         raise AssertionError(f"ResidentWorker copied its shard from host memory {reads}× over {T.resident_calls} "

@@ -1,6 +1,7 @@
 """04_data_affinity's kit steps (:mod:`autograder.routines`): the grader's emulated cluster,
-shard store and host batch (:mod:`.instruments`) on the reference process's side; the learner's jobs, shard lookup
-and resident worker driven alike on both. Imported by both; they decide nothing (the checks do)."""
+shard store and host batch (:mod:`.instruments`), made by the grader's process on a side's cluster
+(:meth:`Session.ray_of <autograder.grader.session.Session.ray_of>`); the learner's jobs, shard
+lookup and resident worker driven alike on both sides. Imported by both; they decide nothing (the checks do)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from . import instruments
 
 @step
 def emulated_cluster() -> None:
-    """Reference process: the lab's emulated multi-node cluster (the kernel joins it)."""
+    """The grader's process: the lab's emulated multi-node cluster (the kernel joins it), or the
+    reference's own."""
     locality.start()
 
 
@@ -27,7 +29,7 @@ def node_ids() -> list[str]:
 
 @step
 def shard_store(key_hex: str) -> str:
-    """Reference process: the grader's shard store, as a handle to forward."""
+    """Grader's side: the grader's shard store, as a handle to forward."""
     store = instruments.shard_store(bytes.fromhex(key_hex))
     STASH.held.setdefault("lab04", []).append(store)
     return export(store)
@@ -35,7 +37,7 @@ def shard_store(key_hex: str) -> str:
 
 @step
 def produce(store, key_hex: str, name: str, placement: list, seeds: list, images: int) -> None:
-    """Reference process: shards ``name`` in the store."""
+    """Grader's side: shards ``name`` in the store."""
     import ray
 
     ray.get(store.make.remote(key_hex, name, placement, seeds, images))
@@ -43,7 +45,7 @@ def produce(store, key_hex: str, name: str, placement: list, seeds: list, images
 
 @step
 def observe(store, name: str) -> dict:
-    """Reference process: who holds each shard of ``name``, and the bytes each object store has written."""
+    """Grader's side: who holds each shard of ``name``, and the bytes each object store has written."""
     import ray
 
     return {"holders": ray.get(store.locations.remote(name)), "written": locality.store_bytes()}
@@ -104,7 +106,7 @@ def ask_shard_nodes(fn, store, name: str) -> list:
 
 @step
 def batch_source(images: int, seed: int) -> str:
-    """Reference process: a grader-served host batch, as a handle to forward."""
+    """Grader's side: a grader-served host batch, as a handle to forward."""
     locality.start()
     source = instruments.BatchSource.remote(images, seed)
     STASH.held.setdefault("lab04", []).append(source)
@@ -122,7 +124,7 @@ def resident(cls, source, images: int, calls: int) -> list:
 
 @step
 def reads(source) -> int:
-    """Reference process: how often the host batch's bytes were read."""
+    """Grader's side: how often the host batch's bytes were read."""
     import ray
 
     return ray.get(source.reads.remote())

@@ -5,7 +5,8 @@ The lab's spec, read by the grader, the reference process and the learner's kern
 """
 
 LAB = "05_capstone"
-RAY = True  # the grader starts the lab's Ray in its reference process; the kernel joins it
+RAY = True  # the grader starts the lab's Ray; the kernel joins it
+REFERENCE_RAY = "own"  # the reference pipeline runs in a Ray of its own, out of the kernel's sight
 # what the checks call, and the helpers the lab's plan is built from: each gets a deadline of its
 # own, so a hang in any of them costs one deadline (the lesson's cells call ``plan`` only)
 LEARNER_NAMES = ("plan", "build_pipeline", "per_gpu", "cpu_rate", "node_capacity", "scale")

@@ -1,7 +1,9 @@
 """Checks for 05_capstone: the learner's sizing plan and Ray Data pipeline.
 
-All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: its reference
-process starts it, and the learner's kernel joins it.
+All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: a process of its
+own starts it, and the learner's kernel joins it; graded sandboxed, the reference pipeline runs in
+a Ray of its own, out of the kernel's sight (the lab's spec: ``REFERENCE_RAY``), and the learner's
+side is paused while it is timed (:meth:`Session.side_by_side <autograder.grader.session.Session.side_by_side>`).
 
 * **The plan**: the learner's ``plan(target, image_px, measured)`` gets the grader's own seeded
   scenarios -- one per limiting resource (GPU compute, per-call overhead, CPU preprocessing,
@@ -11,11 +13,11 @@ process starts it, and the learner's kernel joins it.
 * **The pipeline**: the learner's ``build_pipeline(seed, n, batch_size, actors)`` is run by the
   kit on images generated from the grader's seeds (fresh every run); its values are compared
   with the grader's own computation (:func:`course.pipeline.expected`). Whether the model ran in
-  an actor pool is read from Ray's actor table by the reference process (the actors Ray Data
-  starts for a callable class, of the job whose driver is the learner's kernel), never from
-  the notebook. Its images/s is timed on the grader's clock against the reference pipeline,
-  interleaved, fresh seeds every round; a round whose results are wrong, or that ran no
-  actor pool, scores 0.
+  an actor pool is read from Ray's actor table by the grader's process on the lab's Ray (the
+  actors Ray Data starts for a callable class, of the job whose driver is the learner's kernel:
+  :meth:`Session.ray_of <autograder.grader.session.Session.ray_of>`), never from the notebook.
+  Its images/s is timed on the grader's clock against the reference pipeline, interleaved,
+  fresh seeds every round; a round whose results are wrong, or that ran no actor pool, scores 0.
 """
 
 from __future__ import annotations
@@ -209,14 +211,14 @@ class PoolRun:
 
 def measure_pool(session: Session) -> PoolRun:
     """One small run of the learner's pipeline on the grader's seed, with Ray's actor table around it."""
-    ref, pid = session.reference, _driver_pid(session)
+    grader, pid = session.ray_of(session.learner), _driver_pid(session)
     seed = session.rng(1).randrange(10_000_000)
-    before = set(ref.kit.map_workers(pid, what="reading Ray's actor table", timeout_s=30))
+    before = set(grader.kit.map_workers(pid, what="reading Ray's actor table", timeout_s=30))
     _, values = _run(session, session.learner, seed, T.correct_images, T.correct_batch,
                      "build_pipeline(seed, n, batch_size, actors)")
-    pool = sorted(set(ref.kit.map_workers(pid, what="reading Ray's actor table",
-                                          timeout_s=30)) - before)
-    batches = ref.kit.pool_batches(pool, what="reading Ray's task records", timeout_s=30)
+    pool = sorted(set(grader.kit.map_workers(pid, what="reading Ray's actor table",
+                                             timeout_s=30)) - before)
+    batches = grader.kit.pool_batches(pool, what="reading Ray's task records", timeout_s=30)
     return PoolRun(_wrong(values, seed, T.correct_images), len(pool), batches)
 
 
@@ -250,18 +252,18 @@ class Throughput:
 
 def measure_throughput(session: Session) -> Throughput:
     """The learner's pipeline vs the reference's, interleaved, fresh seeds every round."""
-    rng, ref, pid = session.rng(2), session.reference, _driver_pid(session)
+    rng, grader, pid = session.rng(2), session.ray_of(session.learner), _driver_pid(session)
     problems: list[str] = []
 
     def side(who, what: str, check: bool):
         def one() -> float:
             seed = rng.randrange(10_000_000)
-            before = set(ref.kit.map_workers(pid, what="reading Ray's actor table",
+            before = set(grader.kit.map_workers(pid, what="reading Ray's actor table",
                                              timeout_s=30)) if check else set()
             seconds, values = _run(session, who, seed, T.throughput_images, T.throughput_batch, what)
             if check:
-                pool = sorted(set(ref.kit.map_workers(pid, what="reading Ray's actor table", timeout_s=30)) - before)
-                worked = pool and ref.kit.pool_batches(pool, what="reading Ray's task records", timeout_s=30)
+                pool = sorted(set(grader.kit.map_workers(pid, what="reading Ray's actor table", timeout_s=30)) - before)
+                worked = pool and grader.kit.pool_batches(pool, what="reading Ray's task records", timeout_s=30)
                 # which images are checked is drawn after the run, from the grader's own stream
                 ids = sorted(rng.sample(range(T.throughput_images), T.throughput_checked))
                 why = _wrong(values, seed, T.throughput_images, ids) or (None if worked else "the run started no actor pool "
@@ -291,7 +293,7 @@ def measure_throughput(session: Session) -> Throughput:
         return run
 
     mine = beyond(session.learner, what, side(session.learner, what, True), "mine")
-    theirs = beyond(ref, "the reference pipeline", side(ref, "the reference pipeline", False), "theirs")
+    theirs = beyond(session.reference, "the reference pipeline", side(session.reference, "the reference pipeline", False), "theirs")
     ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
     pairs = list(zip(whole["mine"], whole["theirs"]))[1:] or list(zip(whole["mine"], whole["theirs"]))
     whole_ratio = statistics.median(b / a for a, b in pairs) if pairs else ratio
