@@ -125,3 +125,36 @@ def test_a_sandboxed_copy_runs_as_a_kernel_does(lab):
         result = tiered(lab)[0].measure(session)  # the degraded copy, measured through the channel
         assert result.ratio < tiered(lab)[0].thresholds[-1], result
     assert not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.grading
+def test_sandboxed_lab_04s_reference_jobs_read_shards_on_a_cluster_of_their_own(monkeypatch):
+    """Lab 04 as `grade` runs it: the learner's jobs read the grader's shards on the lab's emulated
+    cluster, the reference's (and the naive job's) on a second one of the same shape, started by a
+    process of another user in namespaces no learner process shares. The reference's own code as the
+    learner passes every check that is not timed (the throughput tiers, measured here over two
+    rounds, are for `calibrate` to judge)."""
+    import dataclasses
+
+    from autograder.grader import calibration_session
+    from autograder.labs.lab04 import checks as lab04
+    from course import locality
+
+    if sandbox.unavailable():
+        pytest.skip(f"no sandbox here: {sandbox.unavailable()}")
+    monkeypatch.setattr(lab04, "T", dataclasses.replace(lab04.T, rounds=2))
+    with calibration_session.sandboxed(lab04.LAB, "reference") as session:
+        got = {name: session.run(name) for name in ("shard-nodes", "pinned-correct", "pinned-locality-tier2",
+                                                     "pinned-bytes", "resident-copies", "pinned-throughput-tier1")}
+        assert all(r.passed for name, r in got.items() if name != "pinned-throughput-tier1"), got
+        assert "the reference job's images/s" in got["pinned-throughput-tier1"].message or got[
+            "pinned-throughput-tier1"].passed, got  # measured side by side, whatever it read
+        theirs = session.reference.kit.node_ids(what="the reference's cluster", timeout_s=60)
+        mine = session.ray_of(session.learner).kit.node_ids(what="the lab's cluster", timeout_s=60)
+        assert len(mine) == len(theirs) == locality.NODES and not set(mine) & set(theirs)
+        ref, pid = session.reference._pid, session.learner._pid
+        uid = dict(line.split(":", 1) for line in Path(f"/proc/{ref}/status").read_text().splitlines())["Uid"]
+        assert uid.split() == [str(sandbox.REFERENCE_UID)] * 4, uid
+        for ns in ("pid", "net", "mnt"):
+            assert os.readlink(f"/proc/{ref}/ns/{ns}") != os.readlink(f"/proc/{pid}/ns/{ns}"), ns

@@ -303,6 +303,47 @@ def test_the_learner_side_gets_no_cpu_while_paused_and_a_frozen_group_still_clos
     assert killed >= 2 and not group.freezer.exists() and not any(f.exists() for f in group.folders)
 
 
+def test_a_cgroup_v2_learner_side_pauses_too(tmp_path):
+    """The freeze's v2 path (``cgroup.freeze``, ``cgroup.events``), on a cgroup2 hierarchy mounted
+    for this test (this kit's CI machines group by v1; a v2 hierarchy with no controllers still
+    freezes): a spinner on the learner side gets no CPU time while paused, runs after, and a
+    group closed while paused is removed with it (v2 lets a frozen process die)."""
+    from autograder.grader import cgroup
+
+    mount = tmp_path / "cgroup2"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "cgroup2", "none", str(mount)],
+                                           capture_output=True).returncode:
+        pytest.skip("no cgroup2 hierarchy can be mounted here")
+    spinner = None
+    try:
+        folder = mount / f"autograder-v2-test-{os.getpid()}"  # the machine's one v2 hierarchy, mounted again
+        folder.mkdir()
+        (folder / "learner").mkdir()
+        group = cgroup.Cgroup((folder,), None, folder / "learner")
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        (folder / "learner" / "cgroup.procs").write_text(str(spinner.pid))
+        assert group.pids() == [spinner.pid]
+        with group.paused() as paused:
+            assert paused and "frozen 1" in (folder / "learner" / "cgroup.events").read_text()
+            before = _cpu_seconds(spinner.pid)
+            time.sleep(1.0)
+            during = _cpu_seconds(spinner.pid) - before
+        assert during <= 0.02, during
+        deadline = time.monotonic() + 10
+        while _cpu_seconds(spinner.pid) - before < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _cpu_seconds(spinner.pid) - before >= 0.3  # thawed: it runs again (on a busy machine too)
+        with group.paused():
+            killed = group.close()
+        assert killed == 1 and spinner.wait(10) == -9 and not folder.exists()
+    finally:
+        if spinner is not None and spinner.poll() is None:
+            spinner.kill()
+            spinner.wait(10)
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
 FILL_THEN_START = textwrap.dedent("""
     import os, sys
     from pathlib import Path
