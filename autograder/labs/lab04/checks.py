@@ -211,15 +211,11 @@ class Pinned:
 def measure_pinned(session: Session) -> Pinned:
     """The learner's locality-aware job on the grader's shards, against the naive and reference jobs
     (those two on the reference's cluster, where it has one of its own)."""
-    learner, ref = session.learner, session.reference
+    learner = session.learner
     data = Dataset.of(session, learner)
-    theirs_data = data if session.ray_of(ref) is data.grader else Dataset.of(session, ref)
     # distinct keys: outside grading, both sides keep their jobs in the same process
     learner.kit.make_job(named("PinnedJob"), data.nodes, what="PinnedJob(nodes)", keep="job")
-    ref.kit.make_job(named("PinnedJob"), theirs_data.nodes, what="the reference PinnedJob", keep="reference-job",
-                     timeout_s=60)
-    ref.kit.make_job(named("NaiveJob"), theirs_data.nodes, what="the naive job", keep="naive-job", timeout_s=60)
-    runs = []
+    runs, ref = [], None
 
     def mine(images: int = locality.SHARD_IMAGES) -> float:
         run = data.run(learner, "job", "PinnedJob", images=images)
@@ -228,18 +224,25 @@ def measure_pinned(session: Session) -> Pinned:
         runs.append(run)
         return run.seconds
 
-    def theirs() -> float:
-        return theirs_data.run(ref, "reference-job", "the reference PinnedJob").seconds
-
     try:
-        mine(images=64)  # a warm-up, discarded; and a job with wrong results costs no more time
+        mine(images=64)  # a warm-up, discarded; a job with wrong results costs no more time (nor the reference's start)
+        ref = session.reference
+        theirs_data = data if session.ray_of(ref) is data.grader else Dataset.of(session, ref)
+        ref.kit.make_job(named("PinnedJob"), theirs_data.nodes, what="the reference PinnedJob", keep="reference-job",
+                         timeout_s=60)
+        ref.kit.make_job(named("NaiveJob"), theirs_data.nodes, what="the naive job", keep="naive-job", timeout_s=60)
+
+        def theirs() -> float:
+            return theirs_data.run(ref, "reference-job", "the reference PinnedJob").seconds
+
         naive = theirs_data.run(ref, "naive-job", "the naive job")  # its bytes only: not timed, not warmed up
         ref.kit.forget("naive-job", what="releasing the naive job", timeout_s=60)
         runs.clear()
         ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
     finally:
         learner.kit.forget("job", what="releasing PinnedJob", timeout_s=60)
-        ref.kit.forget("reference-job", what="releasing the reference job", timeout_s=60)
+        if ref is not None:
+            ref.kit.forget("reference-job", what="releasing the reference job", timeout_s=60)
     return Pinned(runs, naive, ratio)
 
 

@@ -251,7 +251,12 @@ class Throughput:
 
 
 def measure_throughput(session: Session) -> Throughput:
-    """The learner's pipeline vs the reference's, interleaved, fresh seeds every round."""
+    """The learner's pipeline vs the reference's, interleaved, fresh seeds every round. A pipeline
+    whose correctness run (:func:`measure_pool`) was wrong or ran no pool is not timed: every round
+    of it would count as 0, and the reference (with its own Ray, graded sandboxed) need not start."""
+    pool = session.memo(measure_pool, lambda: measure_pool(session))
+    if pool.wrong or not (pool.actors and pool.batches):
+        return Throughput(0.0, pool.wrong or "the run started no actor pool that processed a batch")
     rng, grader, pid = session.rng(2), session.ray_of(session.learner), _driver_pid(session)
     problems: list[str] = []
 
