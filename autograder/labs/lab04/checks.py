@@ -3,8 +3,8 @@
 All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: a process of its
 own starts the emulated multi-node cluster, and the learner's kernel joins it; graded sandboxed,
 the reference's jobs run on a second emulated cluster of the same shape, out of the kernel's
-sight (the lab's spec: ``REFERENCE_RAY``), with a shard store of their own, and the learner's
-side is paused while they are timed. Each side's *shard store*
+sight (the lab's spec: ``REFERENCE_RAY``), with a shard store of their own; the learner's side
+is not paused while they are timed (its spec's ``PAUSE_LEARNER``). Each side's *shard store*
 (:class:`autograder.labs.lab04.instruments.ShardStore`, an actor learner code can read from but
 not change) produces fresh seeded shards for every round, in a seeded, uneven placement unlike
 the notebook's round-robin one, and hands them out without their seeds.
@@ -21,8 +21,8 @@ What a job did is read from Ray, by the grader, around each run -- never from th
 
 The learner's job and the reference's run the same kit step on the same kind of shards, in the
 same placement by node position, interleaved, timed by the grader's clock; the naive placement
-is measured in the same run (on the reference's side) for the bytes target. The resident worker reads a grader-served host batch whose source
-counts every read.
+is measured in the same run (on the reference's side) for the bytes target. The resident
+worker reads a grader-served host batch whose source counts every read.
 """
 
 from __future__ import annotations
@@ -140,12 +140,11 @@ class Dataset:
         self._count += 1
         name, seeds = f"set{self._count}", [self._rng.randrange(2**31) for _ in placement]
         self.grader.kit.produce(self.store, self.key, name, list(placement), seeds, images,
-                             what="the grader's shards", timeout_s=120)
+                                what="the grader's shards", timeout_s=120)
         return name, seeds
 
     def observe(self, name: str) -> dict:
-        seen = self.grader.kit.observe(self.store, name, what="Ray's object directory",
-                                    timeout_s=60)
+        seen = self.grader.kit.observe(self.store, name, what="Ray's object directory", timeout_s=60)
         if not (isinstance(seen, dict) and isinstance(seen.get("holders"), list)
                 and isinstance(seen.get("written"), dict)):
             raise RuntimeError(f"unexpected observation {str(seen)[:80]}")
@@ -225,7 +224,7 @@ def measure_pinned(session: Session) -> Pinned:
         return run.seconds
 
     try:
-        mine(images=64)  # a warm-up, discarded; a job with wrong results costs no more time (nor the reference's start)
+        mine(images=64)  # a warm-up, discarded; a job with wrong results costs no more time, nor a reference start
         ref = session.reference
         theirs_data = data if session.ray_of(ref) is data.grader else Dataset.of(session, ref)
         ref.kit.make_job(named("PinnedJob"), theirs_data.nodes, what="the reference PinnedJob", keep="reference-job",
@@ -306,7 +305,7 @@ def resident_copies(session):
     """A resident worker reads its host batch once, however often it runs, and is right."""
     seed, grader = session.rng(5).randrange(2**31), session.ray_of(session.learner)
     source = {"handle": grader.kit.batch_source(T.resident_images, seed, what="the grader's host batch",
-                                                           timeout_s=60)}
+                                                timeout_s=60)}
     outs = session.learner.kit.resident(named("ResidentWorker"), source, T.resident_images,
                                         T.resident_calls, what="ResidentWorker(batch) and its run()", returns="arrays")
     expected = kernels.reference_checksum(T.resident_images, seed=seed)
@@ -315,8 +314,7 @@ def resident_copies(session):
             raise AssertionError(f"ResidentWorker.run() call {i + 1} returned a wrong result (checksum differs)")
     if len(outs) != T.resident_calls:
         raise AssertionError(f"{len(outs)} results for {T.resident_calls} calls")
-    reads = grader.kit.reads(source, what="the host batch's reads",
-                                        timeout_s=60)
+    reads = grader.kit.reads(source, what="the host batch's reads", timeout_s=60)
     if reads > 1:
         raise AssertionError(f"ResidentWorker copied its shard from host memory {reads}× over {T.resident_calls} "
                              "calls; a resident worker copies once, in __init__ (locality.to_device)")
