@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import random
 
-
 from notebooks import answer_cells, released, solution
 from autograder.labs.lab00.targets import TARGETS as LAB00
 

@@ -17,7 +17,6 @@ minute of CI); a misplaced job is here as plain wrong work.
 
 from __future__ import annotations
 
-
 from notebooks import answer_cells, released, solution
 
 LAB = "04_data_affinity"

@@ -31,7 +31,6 @@ blank lab hands ``plan`` the grader's own model until learners get the student b
 
 from __future__ import annotations
 
-
 from notebooks import answer_cells, released, solution
 
 LAB = "05_capstone"

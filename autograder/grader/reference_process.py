@@ -5,10 +5,12 @@ the reference in its own process either, so that both sides are measured the sam
 requests over a channel (:mod:`autograder.channel`), carried out by the same kit code
 (:mod:`autograder.agent`), timed by the grader's clock, interleaved.
 
-For labs whose checks need Ray, this process also *starts* the lab's Ray (the fleet's
-resources, :func:`course.fleet.start`); the learner's kernel joins it through
-``RAY_ADDRESS``. So the grader's armed fleet, the learner's actors and the reference's
-actors share one cluster that the grader owns, and it ends with the submission.
+For labs whose checks need Ray, a process of this program also *starts* a Ray (the fleet's
+resources, :func:`course.fleet.start`, or the lab's ``RAY_START`` step). The lab's Ray, which
+the learner's kernel joins through ``RAY_ADDRESS``, holds the grader's instruments and the
+learner's actors; graded sandboxed, that process runs the lab's kit steps only (``instruments``)
+and the reference process starts a Ray of its own that no learner process reaches
+(:meth:`Session.start <autograder.grader.session.Session.start>`). Each ends with the submission.
 
 ``calibrate`` also runs the reference, or its degraded copy, in such a process *sandboxed as a
 learner's kernel is* (``learner=``): the learner's side of a calibration, measured as grading

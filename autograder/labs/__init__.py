@@ -4,7 +4,7 @@ A lab's folder holds, side by side:
 
 * ``__init__``, the lab's *spec*, plain facts the grader, the reference process and the
   learner's kernel all read: ``LAB``, its id (``"02_restart_recovery"``); ``RAY``, whether the
-  grader starts the lab's Ray in its reference process (the kernel joins it); ``RAY_START``,
+  grader starts the lab's Ray (the kernel joins it); ``RAY_START``,
   the kit step that starts it (default ``connect``: the fleet's resources); ``REFERENCE_RAY``,
   ``"own"`` where the reference runs in a Ray of its own rather than in the lab's; ``PAUSE_LEARNER``,
   ``False`` where the learner's side must not be frozen while the reference is timed; ``LEARNER_NAMES``,
@@ -89,7 +89,7 @@ def pauses_learner(lab: str) -> bool:
 
 
 def ray_start(lab: str) -> str:
-    """The kit step that starts ``lab``'s Ray in the reference process (its spec's ``RAY_START``)."""
+    """The kit step that starts ``lab``'s Ray, and a reference's own (its spec's ``RAY_START``)."""
     return str(getattr(spec(lab), "RAY_START", "connect"))
 
 
