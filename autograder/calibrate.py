@@ -114,7 +114,10 @@ def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degrad
 
 
 def _measure_into(out: list[Calibration], session, kind: str) -> None:
-    """Each tiered ratio of the session's lab, measured once with ``kind`` as the learner."""
+    """Each tiered ratio of the session's lab, measured once with ``kind`` as the learner, over
+    every round (grading may stop once the tiers' verdicts are decided; its verdicts are the ones
+    the medians of every round give, which are what is reported here)."""
+    session.early_stop = False
     for cal, t in zip(out, tiered(session.lab)):
         try:
             getattr(cal, kind).append(float(t.measure(session).ratio))

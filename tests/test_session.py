@@ -184,6 +184,46 @@ def test_side_by_side_stops_early_only_after_two_slow_rounds():
     assert slow.calls == 2 and r.ratio == pytest.approx(0.1)
 
 
+def test_side_by_side_ends_its_rounds_once_every_tiers_verdict_is_decided():
+    """3 rounds of 5 that agree decide a median of 5 against each tier; rounds that straddle a
+    tier run on; calibrate's sessions (early_stop off) and tierless calls run every round."""
+    s = Session("00_measure", seed=1)
+    fast = _rounds([1.0] * 10)
+    r = s.side_by_side(fast, _rounds([1.0] * 10), rounds=5, tiers=(0.4, 0.7))
+    assert fast.calls == 4 and len(r.ratios) == 3 and r.ratio == 1.0  # warm-up + 3 rounds
+    straddling = _rounds([1.0, 1.0, 2.0, 1.0, 2.0, 1.0])  # ratios 1.0, 0.5, 1.0, 0.5, 1.0 around 0.7
+    r = s.side_by_side(straddling, _rounds([1.0] * 10), rounds=5, tiers=(0.4, 0.7))
+    assert straddling.calls == 6 and len(r.ratios) == 5 and r.ratio == 1.0
+    untiered = _rounds([1.0] * 10)
+    s.side_by_side(untiered, _rounds([1.0] * 10), rounds=5)
+    assert untiered.calls == 6
+    s.early_stop = False
+    calibrating = _rounds([1.0] * 10)
+    s.side_by_side(calibrating, _rounds([1.0] * 10), rounds=5, tiers=(0.4, 0.7))
+    assert calibrating.calls == 6
+
+
+def test_an_early_verdict_is_the_one_every_round_would_give():
+    """Whatever the rounds not run would have read, the median of all of them is on the side of
+    each tier that :func:`decided` saw (random sequences, odd and even round counts)."""
+    import random
+    import statistics
+
+    from autograder.grader.session import decided
+
+    rng, tiers, stopped = random.Random(7), (0.4, 0.7), 0
+    for _ in range(3000):
+        rounds = rng.choice((3, 4, 5, 7, 8))
+        ratios = [rng.choice((0.0, 0.3, 0.4, 0.55, 0.7, 0.9, 5.0, rng.uniform(0, 1.5))) for _ in range(rounds)]
+        k = next(k for k in range(1, rounds + 1) if decided(ratios[:k], rounds, tiers))
+        stopped += k < rounds
+        final = statistics.median(ratios)
+        for _ in range(5):  # other continuations of the same first k rounds
+            other = statistics.median(ratios[:k] + [rng.uniform(0, 3) for _ in range(rounds - k)])
+            assert all((other >= t) == (final >= t) for t in tiers), (ratios, k)
+    assert stopped > 1000  # it does stop early, often
+
+
 def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused():
     """Where the reference has a Ray of its own (a sandboxed lab 01 grading), every reference
     turn -- the warm-up's too -- runs inside the group's pause, and no learner turn does."""

@@ -146,7 +146,7 @@ def measure_worker(session: Session) -> WorkerRun:
 
     try:
         run.ratio = session.side_by_side(round_of(mine), round_of(ref), rounds=T.worker_rounds,
-                                         stop_below=T.worker_tiers[0] / 2).ratio
+                                         stop_below=T.worker_tiers[0] / 2, tiers=T.worker_tiers).ratio
     finally:
         mine.release()
         ref.release()
@@ -271,7 +271,8 @@ def measure_driver(session: Session) -> DriverRun:
     def reference() -> float:
         return gpus.drive(session.reference, gpus.n, gpus.jobs(count, T.long_kernel_s), who="the reference run_pool")
 
-    ratio = session.side_by_side(learner, reference, rounds=T.driver_rounds, stop_below=T.driver_tiers[0] / 2).ratio
+    ratio = session.side_by_side(learner, reference, rounds=T.driver_rounds, stop_below=T.driver_tiers[0] / 2,
+                                 tiers=T.driver_tiers).ratio
     return DriverRun(gpus.n, ratio, statistics.median(busy))
 
 

@@ -197,6 +197,7 @@ class Pinned:
     runs: list
     naive: Run
     ratio: float
+    rounds: int  # interleaved rounds timed (fewer than T.rounds once the tiers' verdicts were decided)
 
     @property
     def locality(self) -> float:
@@ -237,12 +238,13 @@ def measure_pinned(session: Session) -> Pinned:
         naive = theirs_data.run(ref, "naive-job", "the naive job")  # its bytes only: not timed, not warmed up
         ref.kit.forget("naive-job", what="releasing the naive job", timeout_s=60)
         runs.clear()
-        ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
+        timed = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2,
+                                     tiers=T.throughput_tiers)
     finally:
         learner.kit.forget("job", what="releasing PinnedJob", timeout_s=60)
         if ref is not None:
             ref.kit.forget("reference-job", what="releasing the reference job", timeout_s=60)
-    return Pinned(runs, naive, ratio)
+    return Pinned(runs, naive, timed.ratio, len(timed.ratios))
 
 
 def _wrong(bad: list[int], shards: int) -> str:
@@ -295,7 +297,7 @@ def pinned_bytes(session):
 
 tiers(LAB, ("pinned-throughput-tier1", "pinned-throughput-tier2"), T.throughput_tiers, _pinned,
       lambda m, need: (f"PinnedJob processed {m.ratio:.2f}× the reference job's images/s (median of "
-                       f"{T.rounds} interleaved rounds); needs ≥ {need}×"))
+                       f"{m.rounds} interleaved rounds); needs ≥ {need}×"))
 
 
 # ---------------------------------------------------------------- ResidentWorker, link bytes

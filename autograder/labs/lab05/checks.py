@@ -248,6 +248,7 @@ def pipeline_actor_pool(session):
 class Throughput:
     ratio: float
     wrong: str | None = None
+    rounds: int = 0  # interleaved rounds timed (fewer than T.rounds once the tiers' verdicts were decided)
 
 
 def measure_throughput(session: Session) -> Throughput:
@@ -299,15 +300,16 @@ def measure_throughput(session: Session) -> Throughput:
 
     mine = beyond(session.learner, what, side(session.learner, what, True), "mine")
     theirs = beyond(session.reference, "the reference pipeline", side(session.reference, "the reference pipeline", False), "theirs")
-    ratio = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2).ratio
+    timed = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2,
+                                 tiers=T.throughput_tiers)
     pairs = list(zip(whole["mine"], whole["theirs"]))[1:] or list(zip(whole["mine"], whole["theirs"]))
-    whole_ratio = statistics.median(b / a for a, b in pairs) if pairs else ratio
-    return Throughput(min(ratio, whole_ratio), problems[0] if problems else None)
+    whole_ratio = statistics.median(b / a for a, b in pairs) if pairs else timed.ratio
+    return Throughput(min(timed.ratio, whole_ratio), problems[0] if problems else None, len(timed.ratios))
 
 
 tiers(LAB, ("pipeline-throughput-tier1", "pipeline-throughput-tier2"), T.throughput_tiers,
       measure_throughput,
       lambda r, need: (f"{r.wrong}; a round with wrong results or without an actor pool counts as 0" if r.wrong else
                        f"your pipeline ran at {r.ratio:.2f}x the reference pipeline's images/s (median of "
-                       f"{T.rounds} interleaved rounds of {T.throughput_images} images, each counted beyond a run of "
+                       f"{r.rounds} interleaved rounds of {T.throughput_images} images, each counted beyond a run of "
                        f"{T.startup_images} just before it, or of whole runs if lower); this tier needs {need:.2f}x"))
