@@ -236,3 +236,64 @@ class ResidentWorker:
         "arrays (read with __ray_call__), falling back to counted reads; and ray.shutdown() before every "
         "graded cell, which must cost nothing",
 )
+
+# 4. Spinning while the reference is timed ---------------------------------------------------------
+
+SPINNING_JOB = '''
+class PinnedJob:
+    """Pinned as it should be, and correct -- then idles as long as its work took (half the
+    reference's speed), and keeps spinners for the reference's turns, below."""
+
+    def __init__(self, nodes):
+        self.workers = {n: Worker.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote()
+                        for n in nodes}
+
+    def run(self, shards):
+        import pathlib, time
+        busy, ended = pathlib.Path("/tmp/.mine-busy"), pathlib.Path("/tmp/.mine-ended")
+        busy.touch()
+        try:
+            started = time.perf_counter()
+            refs = []
+            for sh, nodes in zip(shards, shard_nodes([sh.ref for sh in shards])):
+                node = next((n for n in sorted(nodes) if n in self.workers), None)
+                worker = self.workers[node] if node else next(iter(self.workers.values()))
+                refs.append(worker.run.remote(sh.ref))
+            out = ray.get(refs)
+            time.sleep(time.perf_counter() - started)
+            return out
+        finally:
+            ended.touch()
+            busy.unlink(missing_ok=True)
+
+
+# two spinning processes per core, busy whenever PinnedJob.run is not but ran in the last 10 s:
+# the reference's turns (and its start, just after the learner's warm-up run)
+import os as _os, sys as _sys, subprocess as _sp
+_SPIN = """
+import os, time
+while True:
+    try:
+        spin = (not os.path.exists("/tmp/.mine-busy")
+                and time.time() - os.stat("/tmp/.mine-ended").st_mtime < 10)
+    except OSError:
+        spin = False
+    if spin:
+        end = time.time() + 0.01
+        while time.time() < end:
+            pass
+    else:
+        time.sleep(0.002)
+"""
+_spinners = [_sp.Popen([_sys.executable, "-c", _SPIN]) for _ in range(2 * (_os.cpu_count() or 2))]
+'''
+
+ATTACKS["l04-spin-in-the-reference-turns"] = dict(
+    extended=True,  # CI: the idle priority itself, tests/test_sandbox.py and tests/test_session.py
+    demos=False, replace={"pinned_job": SPINNING_JOB},
+    honest=ALL - THROUGHPUT,
+    may_lose={"pinned-throughput-tier1"},  # half speed: about 0.45x, near the 0.4 tier
+    why="a correct pinned job at half the reference's speed, with two processes per core that spin "
+        "whenever the job is not running: while the reference's turn is timed (the learner side is at "
+        "idle CPU priority then, not frozen: lab 04's spec)",
+)

@@ -303,6 +303,63 @@ def test_the_learner_side_gets_no_cpu_while_paused_and_a_frozen_group_still_clos
     assert killed >= 2 and not group.freezer.exists() and not any(f.exists() for f in group.folders)
 
 
+def test_at_idle_priority_the_learner_side_cannot_take_the_cores_from_the_reference(tmp_path):
+    """What lab 04's side-by-side timing relies on (its spec's ``PAUSE_LEARNER = "idle"``): with
+    as many spinners on each side as there are cores, the learner side's spinners get a fair part
+    of the CPU until the group is at idle priority (:meth:`Cgroup.idle`), then next to none, while
+    the reference side's get the cores; they run on after (nothing is frozen), and the group's
+    learner side cannot raise its weight back itself."""
+    from autograder.grader import cgroup
+
+    _require()
+    group = cgroup.create(memory_bytes=256 * 2**20, processes=64, pausable=True)
+    if group is None or group.cpu is None:
+        if group is not None:
+            group.close()
+        if os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
+            pytest.fail("COURSE_KIT_REQUIRE_SANDBOX is set, but this machine lets the grader make no cpu group")
+        pytest.skip("this machine lets the grader make no cpu group")
+    etc = sandbox.etc_files(tmp_path / "etc")
+    n = os.cpu_count() or 1
+    # each spinner also tries to drop the idle flag of its group (a root-owned file; it must fail)
+    spin = [sys.executable, "-c", "import glob\nfor f in glob.glob('/sys/fs/cgroup/cpu*/**/cpu.idle', recursive=True):\n"
+            "    try: open(f, 'w').write('0')\n    except OSError: pass\nwhile True: pass"]
+    procs = [subprocess.Popen(sandbox.Sandbox(readable=sandbox.python_paths(), etc=etc,
+                                              cgroup=procs).argv(spin))
+             for procs in [group.learner_procs] * n + [group.procs] * n]
+    try:
+        deadline = time.monotonic() + 10
+        while len(_spinners(group)) < 2 * n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        learner_side = {int(p) for p in (group.cpu / "cgroup.procs").read_text().split()}
+        mine = [p for p in _spinners(group) if p in learner_side]
+        theirs = [p for p in _spinners(group) if p not in learner_side]
+        assert len(mine) == n and len(theirs) == n, (mine, theirs)
+
+        def shares(seconds: float = 1.0) -> tuple[float, float]:
+            before = [sum(map(_cpu_seconds, side)) for side in (mine, theirs)]
+            time.sleep(seconds)
+            return tuple(sum(map(_cpu_seconds, side)) - b for side, b in zip((mine, theirs), before))
+
+        fair = shares()
+        with group.idle() as lowered:
+            assert lowered
+            low = shares()
+        after = shares()
+        assert fair[0] > 0.25 * n and low[0] < 0.05 * n and low[1] > 0.9 * n, (fair, low)
+        assert after[0] > 0.25 * n, after  # back at its weight: it was never stopped
+    finally:
+        group.close()
+        for proc in procs:
+            proc.kill()
+            proc.wait(10)
+    assert not group.cpu.exists() and not any(f.exists() for f in group.folders)
+
+
+def _spinners(group) -> list[int]:
+    return [p for p in group.pids() if Path(f"/proc/{p}/cmdline").read_bytes().startswith(sys.executable.encode())]
+
+
 def test_a_cgroup_v2_learner_side_pauses_too(tmp_path):
     """The freeze's v2 path (``cgroup.freeze``, ``cgroup.events``), on a cgroup2 hierarchy mounted
     for this test (this kit's CI machines group by v1; a v2 hierarchy with no controllers still

@@ -224,45 +224,52 @@ def test_an_early_verdict_is_the_one_every_round_would_give():
     assert stopped > 1000  # it does stop early, often
 
 
-def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused():
-    """Where the reference has a Ray of its own (a sandboxed lab 01 grading), every reference
-    turn -- the warm-up's too -- runs inside the group's pause, and no learner turn does."""
+@pytest.mark.parametrize("mode", ["freeze", "idle"])
+def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused(mode):
+    """Where the reference has a Ray of its own (a sandboxed lab 01 or 04 grading), every reference
+    turn -- the warm-up's too -- runs inside the group's pause of the lab's kind (frozen, or at idle
+    CPU priority), and no learner turn does."""
     import contextlib
 
     class Group:
-        frozen = False
+        state = None
 
-        @contextlib.contextmanager
-        def paused(self):
-            self.frozen = True
-            try:
-                yield True
-            finally:
-                self.frozen = False
+        def _pause(kind):
+            @contextlib.contextmanager
+            def pause(self):
+                self.state = kind
+                try:
+                    yield True
+                finally:
+                    self.state = None
+            return pause
+
+        paused, idle = _pause("freeze"), _pause("idle")
 
     s, group, seen = Session("00_measure", seed=1), Group(), []
 
     def side(name):
         def go():
-            seen.append((name, group.frozen))
+            seen.append((name, group.state))
             return 1.0
         return go
 
-    s._group = group  # as Session.start sets it for a lab whose reference has a Ray of its own
+    s._group, s._pause = group, mode  # as Session.start sets them for a lab whose reference has a Ray of its own
     s.side_by_side(side("learner"), side("reference"), rounds=4)
-    assert len(seen) == 10 and all(frozen == (who == "reference") for who, frozen in seen), seen
+    assert len(seen) == 10 and all(state == (mode if who == "reference" else None) for who, state in seen), seen
 
 
-def test_the_labs_whose_reference_has_a_ray_of_its_own_pause_the_learner_side_except_lab_04():
-    """Labs 01, 02 and 05 freeze the learner's side in the reference's turns; lab 04 does not (its
-    emulated cluster ran slower after every thaw: its spec's PAUSE_LEARNER); labs 00 and 03 have
-    no lab Ray to pause."""
+def test_the_labs_whose_reference_has_a_ray_of_its_own_keep_the_learner_side_off_the_cores():
+    """Labs 01, 02 and 05 freeze the learner's side in the reference's turns; lab 04 puts it at
+    idle CPU priority (its emulated cluster ran slower after every thaw: its spec's
+    PAUSE_LEARNER); labs 00 and 03 have no lab Ray to pause."""
     from autograder import labs
 
     assert {lab for lab in labs.all_labs() if labs.own_reference_ray(lab)} == {
         "01_actor_scaling", "02_restart_recovery", "04_data_affinity", "05_capstone"}
-    assert {lab for lab in labs.all_labs() if labs.pauses_learner(lab)} == {
-        "01_actor_scaling", "02_restart_recovery", "05_capstone"}
+    assert {lab: labs.pauses_learner(lab) for lab in labs.all_labs() if labs.pauses_learner(lab)} == {
+        "01_actor_scaling": "freeze", "02_restart_recovery": "freeze", "04_data_affinity": "idle",
+        "05_capstone": "freeze"}
 
 
 def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_grading(monkeypatch):

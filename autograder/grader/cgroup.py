@@ -19,7 +19,11 @@ A group may also hold a freezer group for its learner side (:attr:`Cgroup.freeze
 kernel and the Ray its actors run in, not the reference's sandbox. The grader pauses it while
 the reference's turn of a side-by-side measurement is timed (:meth:`Cgroup.paused`), so that
 learner code cannot spend the cores then to slow the reference (the v1 ``freezer``
-controller, or v2's ``cgroup.freeze`` in a child group).
+controller, or v2's ``cgroup.freeze`` in a child group). Where freezing distorts a lab's timing
+(lab 04's emulated cluster ran slower after every thaw), the learner side instead drops to idle
+CPU priority for the reference's turns (:meth:`Cgroup.idle`): a ``cpu`` group whose ``cpu.idle``
+is set runs only on cores nothing else wants, so a spinner there cannot slow the reference, while
+Ray's daemons on that side keep running.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class Cgroup:
     folders: tuple[Path, ...]
     memory_bytes: int | None
     freezer: Path | None = None  # the learner side's freezer group, where one could be made
+    cpu: Path | None = None  # the learner side's cpu group (its weight dropped by idle()), where one could be made
 
     @property
     def procs(self) -> tuple[str, ...]:
@@ -80,10 +85,17 @@ class Cgroup:
         return tuple(str(f / "cgroup.procs") for f in self.folders)
 
     @property
+    def every_folder(self) -> tuple[Path, ...]:
+        """Every folder of the group, its learner side's first (what :func:`sweep` removes after a
+        grading killed half-way)."""
+        return tuple(dict.fromkeys(f for f in (self.freezer, self.cpu) if f is not None)) + self.folders
+
+    @property
     def learner_procs(self) -> tuple[str, ...]:
         """What a process of the learner's side joins: the group, then its freezer group (on v2
         a child of the group, so the last write moves it there; the caps still count it)."""
-        return self.procs + ((str(self.freezer / "cgroup.procs"),) if self.freezer else ())
+        sides = (self.freezer, self.cpu if self.cpu != self.freezer else None)
+        return self.procs + tuple(str(f / "cgroup.procs") for f in sides if f is not None)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[bool]:
@@ -105,6 +117,29 @@ class Cgroup:
                 _freeze(self.freezer, False)
             except OSError:  # closed in the meantime (its processes killed)
                 pass
+
+    @contextlib.contextmanager
+    def idle(self) -> Iterator[bool]:
+        """The learner side at idle CPU priority for the ``with`` block (whether it could be): it
+        runs only on cores no other process wants (``cpu.idle``, Linux >= 5.15; else the least
+        weight, ``cpu.shares`` 2 or ``cpu.weight`` 1), so it cannot take them from the reference,
+        and nothing of it stops. Its processes cannot leave the group or raise its weight."""
+        if self.cpu is None:
+            yield False
+            return
+        try:
+            restore = _lower(self.cpu)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            for name, value in restore:
+                try:
+                    (self.cpu / name).write_text(value)
+                except OSError:  # closed in the meantime
+                    pass
 
     def _read(self, name: str) -> str:
         for folder in self.folders:
@@ -146,7 +181,7 @@ class Cgroup:
                 except OSError:
                     pass
             time.sleep(0.05)
-        for folder in ((self.freezer,) if self.freezer else ()) + self.folders:
+        for folder in self.every_folder:
             for _ in range(100):  # a killed process leaves the group a moment after it dies
                 try:
                     folder.rmdir()
@@ -182,6 +217,16 @@ def _wait_frozen(folder: Path, wait_s: float = 1.0) -> bool:
         time.sleep(0.001)
 
 
+def _lower(folder: Path) -> list[tuple[str, str]]:
+    """Put the cpu group ``folder`` at idle priority; the (file, value) pairs that undo it."""
+    for name, low in (("cpu.idle", "1"), ("cpu.shares", "2"), ("cpu.weight", "1")):
+        if (folder / name).exists():
+            before = (folder / name).read_text().strip()
+            (folder / name).write_text(low)
+            return [(name, before)]
+    raise OSError(f"no CPU weight to lower in {folder}")
+
+
 def _thaw_of(pid: int) -> None:
     """Thaw the freezer group ``pid`` is in, if it is one of ours (a grading stopped while the
     learner side was frozen leaves it so; :func:`sweep` and :meth:`Cgroup.close` end it)."""
@@ -201,16 +246,18 @@ def _thaw_of(pid: int) -> None:
             pass
 
 
-def _freezer_folder(parents: tuple[Path, ...], name: str) -> Path | None:
-    """Where the learner side's freezer group goes: a child of the v2 group, or a group of the
-    v1 ``freezer`` hierarchy next to this process's own; ``None`` where neither can be made."""
+def _side_folder(parents: tuple[Path, ...], name: str, controller: str) -> Path | None:
+    """Where a learner-side group of ``controller`` (``freezer`` or ``cpu``) goes: the ``learner``
+    child of the v2 group (whose ``cgroup.freeze`` always works, and whose ``cpu.idle`` needs the
+    ``cpu`` controller), or a group of the v1 hierarchy of ``controller`` next to this process's
+    own; ``None`` where neither can be made."""
     if len(parents) == 1:
         return parents[0] / name / "learner"
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             _, names, path = line.split(":", 2)
-            if "freezer" in names.split(","):
-                folder = ROOT / "freezer" / path.lstrip("/")
+            if controller in names.split(","):
+                folder = ROOT / names / path.lstrip("/")
                 return folder / name if os.access(folder, os.W_OK) else None
     except OSError:
         pass
@@ -253,8 +300,8 @@ def create(*, memory_bytes: int | None, processes: int, cpus: tuple[int, ...] = 
     cannot widen its own affinity onto another slot's cores; where the controller cannot be
     written the slot's affinity alone holds them (which a process may widen).
 
-    ``pausable``: with a freezer group for the learner's side (:meth:`Cgroup.paused`), where
-    this machine lets the grader make one.
+    ``pausable``: with a freezer group and a cpu group for the learner's side
+    (:meth:`Cgroup.paused`, :meth:`Cgroup.idle`), where this machine lets the grader make them.
     """
     parents = base = _hierarchies()
     if parents is None:
@@ -286,13 +333,17 @@ def create(*, memory_bytes: int | None, processes: int, cpus: tuple[int, ...] = 
             except OSError:
                 pass
         return None
-    freezer = _freezer_folder(base, folders[0].name) if pausable else None
-    try:
-        if freezer is not None:
-            freezer.mkdir()
-    except OSError:
-        freezer = None
-    return Cgroup(folders, memory_bytes, freezer)
+    sides = [_side_folder(base, folders[0].name, c) if pausable else None for c in ("freezer", "cpu")]
+    for i, folder in enumerate(sides):
+        try:
+            if folder is not None and not folder.exists():
+                folder.mkdir()
+        except OSError:
+            sides[i] = None
+    freezer, cpu = sides
+    if cpu is not None and len(base) == 1 and not (cpu / "cpu.weight").exists():
+        cpu = None  # v2 without the cpu controller in the group's subtree
+    return Cgroup(folders, memory_bytes, freezer, cpu)
 
 
 def _limit(folders: tuple[Path, ...], names: tuple[str, ...], value: str, optional: bool = False) -> None:

@@ -12,6 +12,7 @@ session runs inside the kernel (:func:`local`): there, tampering only fools the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import random
@@ -52,6 +53,7 @@ class Session:
         self._start_reference = None  # how the reference process starts, on first use (a blank never needs it)
         self._starting = threading.Lock()
         self._group = None  # the submission's control group (its learner side is paused in the reference's turns)
+        self._pause = None  # how: "freeze" or "idle" (autograder.labs.pauses_learner)
 
     def attach(self, learner: Learner) -> None:
         """Make ``learner`` the side the checks call: each call's deadline is this session's
@@ -78,8 +80,8 @@ class Session:
         namespaces, which no learner process enters. That process starts when a check first
         calls the reference, not here: a submission that earns nothing never pays for its Ray. It
         is in the control group's caps but not on its learner side, which :meth:`side_by_side`
-        pauses while the reference's turns are timed (unless the lab's spec says not to:
-        :func:`~autograder.labs.pauses_learner`).
+        pauses while the reference's turns are timed: frozen, or at idle CPU priority
+        (:func:`~autograder.labs.pauses_learner`).
         """
         from ..labs import needs_ray, own_reference_ray, pauses_learner
         from .reference_process import ReferenceProcess
@@ -99,7 +101,8 @@ class Session:
         own.mkdir(mode=0o755)
         self._start_reference = functools.partial(ReferenceProcess, self.lab, ray=True, sandbox_dir=own,
                                                   cgroup=group.procs if group else (), uid=REFERENCE_UID)
-        self._group = group if pauses_learner(self.lab) else None
+        self._pause = pauses_learner(self.lab)
+        self._group = group if self._pause else None
         return dict(self._lab_ray.ray_env)
 
     @property
@@ -124,7 +127,9 @@ class Session:
 
             with self._starting:  # checks may run in threads: one process, started once
                 if self._process is None:
-                    self._process = (self._start_reference or functools.partial(ReferenceProcess, self.lab))()
+                    with self._group.idle() if self._group is not None else contextlib.nullcontext():
+                        # the learner side at idle CPU priority: a spinner cannot starve the reference's start
+                        self._process = (self._start_reference or functools.partial(ReferenceProcess, self.lab))()
         if self._process is not None:
             self._process.remote.timeout_s = self.call_timeout_s
             return self._process.remote
@@ -171,9 +176,9 @@ class Session:
         :attr:`early_stop`, so that the ratios it reports are the medians of every round.
 
         Where the reference has a Ray of its own, the learner's side (its kernel, the lab's Ray
-        and its actors) is frozen during each reference turn (where the lab pauses it): a learner
-        thread that spins whenever its own code is not being called cannot take the cores from the
-        reference.
+        and its actors) is frozen during each reference turn, or put at idle CPU priority (the lab's
+        spec says which): a learner thread that spins whenever its own code is not being called
+        cannot take the cores from the reference.
         """
         from course.bench import Comparison, Measurement
 
@@ -198,11 +203,12 @@ class Session:
         return Comparison(Measurement(mine), Measurement(ref), [b / a for a, b in zip(mine, ref)])
 
     def _paused(self, reference: Callable[[], float]) -> Callable[[], float]:
-        """``reference`` run with the learner's side frozen (:meth:`Cgroup.paused`)."""
-        group = self._group
+        """``reference`` run with the learner's side frozen (:meth:`Cgroup.paused`) or at idle CPU
+        priority (:meth:`Cgroup.idle`)."""
+        pause = self._group.idle if self._pause == "idle" else self._group.paused
 
         def turn() -> float:
-            with group.paused():
+            with pause():
                 return reference()
         return turn
 

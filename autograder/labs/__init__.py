@@ -7,7 +7,8 @@ A lab's folder holds, side by side:
   grader starts the lab's Ray (the kernel joins it); ``RAY_START``,
   the kit step that starts it (default ``connect``: the fleet's resources); ``REFERENCE_RAY``,
   ``"own"`` where the reference runs in a Ray of its own rather than in the lab's; ``PAUSE_LEARNER``,
-  ``False`` where the learner's side must not be frozen while the reference is timed; ``LEARNER_NAMES``,
+  how the learner's side is kept off the cores while the reference is timed (default ``"freeze"``;
+  ``"idle"``: idle CPU priority, for a lab whose Ray runs slower after a freeze; ``False``: not at all); ``LEARNER_NAMES``,
   the learner functions and classes the checks call (each gets a deadline);
 * ``targets``, its targets (:mod:`autograder.targets`);
 * ``steps``, where the lab has some, its own kit steps (:mod:`autograder.routines`), run in the
@@ -82,10 +83,15 @@ def own_reference_ray(lab: str) -> bool:
     return needs_ray(lab) and getattr(spec(lab), "REFERENCE_RAY", "shared") == "own"
 
 
-def pauses_learner(lab: str) -> bool:
-    """Whether the learner's side (its kernel and the lab's Ray) is frozen while the reference's turn
-    is timed, where the reference has a Ray of its own (its spec's ``PAUSE_LEARNER``, default yes)."""
-    return own_reference_ray(lab) and bool(getattr(spec(lab), "PAUSE_LEARNER", True))
+def pauses_learner(lab: str) -> str | None:
+    """How the learner's side (its kernel and the lab's Ray) is kept off the cores while the
+    reference's turn is timed, where the reference has a Ray of its own: ``"freeze"`` (stopped) or
+    ``"idle"`` (idle CPU priority), from its spec's ``PAUSE_LEARNER`` (default ``"freeze"``); ``None``
+    where it is not."""
+    mode = getattr(spec(lab), "PAUSE_LEARNER", "freeze")
+    if mode not in ("freeze", "idle", False):
+        raise ValueError(f"{lab}: PAUSE_LEARNER must be 'freeze', 'idle' or False, not {mode!r}")
+    return mode if mode and own_reference_ray(lab) else None
 
 
 def ray_start(lab: str) -> str:
