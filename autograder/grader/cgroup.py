@@ -92,8 +92,8 @@ class Cgroup:
 
     @property
     def learner_procs(self) -> tuple[str, ...]:
-        """What a process of the learner's side joins: the group, then its freezer group (on v2
-        a child of the group, so the last write moves it there; the caps still count it)."""
+        """What a process of the learner's side joins: the group, then its freezer and cpu groups
+        (on v2 one child of the group, so the last write moves it there; the caps still count it)."""
         sides = (self.freezer, self.cpu if self.cpu != self.freezer else None)
         return self.procs + tuple(str(f / "cgroup.procs") for f in sides if f is not None)
 
