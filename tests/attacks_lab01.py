@@ -137,9 +137,10 @@ _spinners = [_sp.Popen([_sys.executable, "-c", _SPIN]) for _ in range(2 * (_os.c
 ATTACKS["l01-spin-in-the-reference-turns"] = dict(
     extended=True,  # CI: the freeze itself, tests/test_sandbox.py and tests/test_session.py
     demos=False, replace={"image_worker": SPINNING_WORKER},
-    honest=(WORKER | DRIVER | MODEL) - {"worker-tier1", "worker-tier2"},
     # the spinners also spin while the learner's own driver and model are timed
     may_lose={"driver-concurrency", "driver-tier1", "driver-tier2", "model-short-kernel", "model-long-kernel"},
+    honest=(WORKER | DRIVER | MODEL) - {"worker-tier1", "worker-tier2", "driver-concurrency", "driver-tier1",
+                                        "driver-tier2", "model-short-kernel", "model-long-kernel"},
     why="a correct actor at about half the reference's speed, with two processes per core that spin "
         "whenever the actor has not run for 30 ms: while the reference's turn is timed",
 )

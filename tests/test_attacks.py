@@ -102,6 +102,17 @@ def _cases():
             yield pytest.param(lab, name, marks=marks, id=name)
 
 
+def test_every_attacks_honest_and_may_lose_sets_are_disjoint_checks_of_its_lab():
+    """A check an attack may lose is not also one its honest part surely earns (the score the test
+    expects would count it twice), and every name is one of the lab's checks."""
+    for lab, corpus in CORPORA.items():
+        names = set(catalog.for_lab(lab))
+        for name, spec in corpus.ATTACKS.items():
+            honest, may_lose = spec["honest"], spec.get("may_lose", set())
+            assert not honest & may_lose, f"{name}: {sorted(honest & may_lose)} both honest and may_lose"
+            assert honest | may_lose <= names, f"{name}: unknown checks {sorted((honest | may_lose) - names)}"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("lab", "name"), list(_cases()))
 def test_attack_earns_no_unearned_point(graded, lab, name):
