@@ -281,7 +281,7 @@ def test_the_learner_side_gets_no_cpu_while_paused_and_a_frozen_group_still_clos
         deadline = time.monotonic() + 10
         while len(group.pids()) < 6 and time.monotonic() < deadline:
             time.sleep(0.05)
-        spinners = {p for p in group.pids() if Path(f"/proc/{p}/cmdline").read_bytes().startswith(sys.executable.encode())}
+        spinners = set(_spinners(group))
         frozen_side = {int(p) for p in (group.freezer / "cgroup.procs").read_text().split()}
         mine, theirs = spinners & frozen_side, spinners - frozen_side
         assert len(mine) == 1 and len(theirs) == 1, (spinners, frozen_side)

@@ -85,17 +85,20 @@ class Cgroup:
         return tuple(str(f / "cgroup.procs") for f in self.folders)
 
     @property
+    def sides(self) -> tuple[Path, ...]:
+        """The learner side's own folders: its freezer and cpu groups (on v2 one child folder)."""
+        return tuple(dict.fromkeys(f for f in (self.freezer, self.cpu) if f is not None))
+
+    @property
     def every_folder(self) -> tuple[Path, ...]:
-        """Every folder of the group, its learner side's first (what :func:`sweep` removes after a
-        grading killed half-way)."""
-        return tuple(dict.fromkeys(f for f in (self.freezer, self.cpu) if f is not None)) + self.folders
+        """Every folder of the group, its learner side's first (what :meth:`close` removes)."""
+        return self.sides + self.folders
 
     @property
     def learner_procs(self) -> tuple[str, ...]:
         """What a process of the learner's side joins: the group, then its freezer and cpu groups
         (on v2 one child of the group, so the last write moves it there; the caps still count it)."""
-        sides = (self.freezer, self.cpu if self.cpu != self.freezer else None)
-        return self.procs + tuple(str(f / "cgroup.procs") for f in sides if f is not None)
+        return self.procs + tuple(str(f / "cgroup.procs") for f in self.sides)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[bool]:
