@@ -61,7 +61,7 @@ def test_the_next_holder_ends_what_the_last_grading_left(tmp_path):
         pytest.skip("no control group can be made here")
     slot = slots.claim(1, tmp_path)
     slot.hold(group.folders)
-    left = subprocess.Popen(["sleep", "300"])
+    left = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL)
     for procs in group.procs:
         with open(procs, "w") as f:
             f.write(str(left.pid))
@@ -74,6 +74,45 @@ def test_the_next_holder_ends_what_the_last_grading_left(tmp_path):
     assert left.poll() is not None, "the leftover process still runs"
     assert not any(f.exists() for f in group.folders)
     nxt.release()
+
+
+GRADING_KILLED_HALF_WAY = """
+import os, subprocess, sys
+from autograder.grader import cgroup
+sys.stdin.readline()  # moved into the slot's group by now
+group = cgroup.create(memory_bytes=None, processes=64, name="autograder-test-sandbox", pausable=True)
+left = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL)
+for procs in group.learner_procs:
+    with open(procs, "w") as f:
+        f.write(str(left.pid))
+print(left.pid, *group.every_folder, flush=True)
+os._exit(0)  # killed: its group never closed
+"""
+
+
+def test_the_next_holder_ends_a_pausing_gradings_learner_side_groups_too(tmp_path):
+    """A grading killed with its learner side's freezer and cpu groups made (labs that pause):
+    they were made inside the slot's own, so the slot's next holder ends and removes them too."""
+    from autograder.grader import cgroup
+
+    group = cgroup.create(memory_bytes=None, processes=256, name="autograder-test-slot", pausable=True)
+    if group is None or not group.sides:
+        pytest.skip("no control group with a learner side can be made here")
+    slot = slots.claim(1, tmp_path)
+    grading = subprocess.Popen([sys.executable, "-c", GRADING_KILLED_HALF_WAY], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    slot.hold(group.enter(grading.pid))
+    out, _ = grading.communicate("go\n", timeout=60)
+    pid, *left = out.split()
+    sides = [p for p in left if "/freezer/" in p or "/cpu/" in p or p.endswith("/learner")]
+    assert sides and all(os.path.isdir(p) for p in left), out
+    slot.release()
+    nxt = slots.claim(1, tmp_path)
+    assert nxt.sweep() >= 1
+    nxt.release()
+    assert not [p for p in [*left, *map(str, group.every_folder)] if os.path.exists(p)]
+    assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2], \
+        "the grading's leftover process still runs"
 
 
 def test_side_by_side_grading_needs_the_sandbox(tmp_path):

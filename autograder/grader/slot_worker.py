@@ -121,11 +121,10 @@ def _enter_group(slot) -> None:
     (:meth:`autograder.grader.slots.Slot.sweep`). Without cgroups, the affinity alone holds."""
     from . import cgroup
 
-    group = cgroup.create(memory_bytes=None, processes=SLOT_PROCESSES, cpus=slot.cores, name=f"autograder-slot{slot.index}")
+    group = cgroup.create(memory_bytes=None, processes=SLOT_PROCESSES, cpus=slot.cores,
+                          name=f"autograder-slot{slot.index}", pausable=True)
     if group is not None:
-        slot.hold(group.folders)
-        for procs in group.procs:
-            Path(procs).write_text(str(os.getpid()))
+        slot.hold(group.enter(os.getpid()))
 
 
 def main(root: Path) -> None:
