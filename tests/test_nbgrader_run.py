@@ -147,3 +147,26 @@ def test_files_the_kernel_left_named_ipynb_are_not_read_as_notebooks(tmp_path):
     (tmp_path / "3.ipynb").symlink_to("/dev/zero")
     assert nbgrader_run.cell_errors(tmp_path) == ["code cell 1 (`1/0`): ZeroDivisionError: division by zero"]
     assert nbgrader_run._messages(tmp_path) == {}
+
+
+def test_a_submission_counts_as_answered_once_one_answer_cell_differs_from_the_release(tmp_path):
+    """Whether the grader starts a lab's reference ahead (Session.start's ``ahead``): not for an
+    untouched blank, which never reaches the reference; for anything else, and where it cannot
+    tell. It decides only what starts when, never a score."""
+    lab = "01_actor_scaling"
+    course = tmp_path / "course"
+    (course / "labs" / lab).mkdir(parents=True)
+    shutil.copy(released(lab), course / "labs" / lab)
+    submitted = course / "submitted" / "s" / lab
+    submitted.mkdir(parents=True)
+
+    def submit(path: Path) -> bool:
+        shutil.copy(path, submitted / f"{lab}.ipynb")
+        return nbgrader_run.answered(course, lab, "s")
+
+    assert not submit(released(lab))
+    assert submit(variant(lab, tmp_path / "one.ipynb", base=released(lab),
+                          replace={"model": "def fit_overhead(n, r):\n    return 0.001\n"}))
+    assert submit(ROOT / "solutions" / lab / f"{lab}.ipynb")
+    (course / "labs" / lab / f"{lab}.ipynb").unlink()
+    assert submit(released(lab))  # no release to compare with: assume it has answers

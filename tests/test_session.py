@@ -94,6 +94,47 @@ def test_a_check_is_measured_once_and_sealed_sessions_refuse_more():
     assert "after grading had ended" in session.run("batch-real-tier1").message
 
 
+def test_start_up_run_ahead_ends_before_any_check_and_its_errors_cost_nothing():
+    """What grading starts ahead (Session.prepare) runs on one background thread, which lives
+    until close (a sandbox dies with the thread that started it: bubblewrap's --die-with-parent);
+    every check waits for it, so it never runs beside one; a start-up that fails is dropped (the
+    check that needs it starts it again). Outside grading nothing runs ahead."""
+    import dataclasses
+    import time
+
+    events = []
+    session = Session(LAB, seed=1, learner=Learner(namespace={"best_batch_size": lambda run, c: 8}))
+    check = session.checks["batch-model"]
+
+    def measured(s):
+        events.append("check")
+        return check.fn(s)
+
+    session.checks = {**session.checks, "batch-model": dataclasses.replace(check, fn=measured)}
+    session.prepare(lambda: events.append("not grading"))
+    session._grading = True
+    threads = []
+
+    def slow():
+        time.sleep(0.5)
+        threads.append(threading.current_thread())
+        events.append("ahead")
+
+    def broken():
+        threads.append(threading.current_thread())
+        raise RuntimeError("the reference's Ray did not start")
+
+    session.prepare(slow)
+    session.prepare(broken)
+    session.prepare(None)  # a lab with nothing to start ahead
+    session.run("batch-model")
+    assert events == ["ahead", "check"]
+    assert threads[0] is threads[1] and threads[0].is_alive() and threads[0] is not threading.current_thread()
+    session.close()
+    threads[0].join(5)
+    assert not threads[0].is_alive()
+
+
 def test_a_kernel_that_stops_answering_is_interrupted_and_the_check_fails(monkeypatch):
     import autograder.transport as s
 

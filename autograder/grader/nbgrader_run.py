@@ -208,6 +208,24 @@ def static_findings(course: Path, assignment: str, student: str) -> list[str]:
     return out
 
 
+def answered(course: Path, assignment: str, student: str) -> bool:
+    """Whether the submission answered anything: an answer cell (nbgrader's ``solution`` cells)
+    whose source is not the released notebook's. Only decides what the grader starts ahead
+    (:meth:`Session.start`), never a score; True where it cannot tell."""
+    import nbformat
+
+    def answers(path: Path) -> list[str]:
+        nb = nbformat.read(path, as_version=4)
+        return [c.source for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+
+    released = course / "labs" / assignment / f"{assignment}.ipynb"
+    try:
+        blank = answers(released)
+        return any(answers(nb) != blank for nb in (course / "submitted" / student / assignment).glob("*.ipynb"))
+    except (OSError, ValueError, AttributeError):
+        return True
+
+
 def read_results(course: Path, assignment: str, student: str) -> list[Result]:
     """The gradebook's per-cell scores for one submission, with failure messages."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -346,7 +364,8 @@ def autograde(course: Path, assignment: str, student: str, *,
     try:
         try:
             share = () if work is None else (endpoint.address,)  # what a Ray lab's kernel needs there too
-            env = {**endpoint.env, **session.start(sandbox_dir=work, share=share, group=group)}  # no AUTOGRADER_SEED here
+            env = {**endpoint.env, **session.start(sandbox_dir=work, share=share, group=group,  # no AUTOGRADER_SEED here
+                                                   ahead=answered(course, assignment, student))}
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
                            f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again",

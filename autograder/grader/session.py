@@ -12,6 +12,7 @@ session runs inside the kernel (:func:`local`): there, tampering only fools the 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import math
@@ -54,6 +55,8 @@ class Session:
         self._starting = threading.Lock()
         self._group = None  # the submission's control group (its learner side is paused in the reference's turns)
         self._pause = None  # how: "freeze" or "idle" (autograder.labs.pauses_learner)
+        self._preparer = None  # the one thread that runs grader-side start-ups in the background (prepare)
+        self._preparing: list = []  # their futures
 
     def attach(self, learner: Learner) -> None:
         """Make ``learner`` the side the checks call: each call's deadline is this session's
@@ -62,7 +65,7 @@ class Session:
         learner.timeout_s = self.call_timeout_s
         learner.names = learner_names(self.lab)
 
-    def start(self, sandbox_dir=None, share: tuple[str, ...] = (), group=None) -> dict[str, str]:
+    def start(self, sandbox_dir=None, share: tuple[str, ...] = (), group=None, ahead: bool = False) -> dict[str, str]:
         """Start what grading this lab needs before the kernel runs; the kernel's extra environment.
 
         Labs whose checks use Ray get a process that starts the lab's Ray; the kernel joins it
@@ -71,6 +74,11 @@ class Session:
         (:meth:`autograder.grader.reference_process.ReferenceProcess._sandboxed`), on the learner's
         side of the submission's control group ``group`` (:class:`~autograder.grader.cgroup.Cgroup`),
         where there is one.
+
+        ``ahead``: the submission has answers (:func:`~autograder.grader.nbgrader_run.answered`), so
+        its checks will likely call the reference: where the lab's checks module says what to start
+        ahead (its ``ahead(session)``), that starts in the background once the lab's Ray is up, while
+        the kernel starts and runs its first cells (:meth:`prepare`).
 
         That process is the reference process, unless the lab's reference has a Ray of its own
         (:func:`autograder.labs.own_reference_ray`) and this run is sandboxed (unsandboxed, one Ray
@@ -95,14 +103,16 @@ class Session:
             self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share,
                                              cgroup=learner_side)
             return dict(self._process.ray_env)
-        self._lab_ray = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share,
-                                         cgroup=learner_side, copy="instruments")
         own = sandbox_dir / "reference"
         own.mkdir(mode=0o755)
         self._start_reference = functools.partial(ReferenceProcess, self.lab, ray=True, sandbox_dir=own,
                                                   cgroup=group.procs if group else (), uid=REFERENCE_UID)
         self._pause = pauses_learner(self.lab)
         self._group = group if self._pause else None
+        self._lab_ray = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share,
+                                         cgroup=learner_side, copy="instruments")
+        if ahead:
+            self.prepare(self._ahead())
         return dict(self._lab_ray.ray_env)
 
     @property
@@ -111,12 +121,16 @@ class Session:
         return getattr(self._lab_ray or self._process, "network_from", None)
 
     def close(self) -> None:
-        """Stop the reference process and the lab's Ray."""
+        """Stop the reference process and the lab's Ray (once what :meth:`prepare` started is done)."""
+        self._prepared()
         for name in ("_process", "_lab_ray"):
             process = getattr(self, name)
             if process is not None:
                 process.close()
                 setattr(self, name, None)
+        if self._preparer is not None:  # after the processes it started: they die with its thread
+            self._preparer.shutdown()
+            self._preparer = None
 
     @property
     def reference(self) -> Learner:
@@ -146,6 +160,38 @@ class Session:
             self._lab_ray.remote.timeout_s = self.call_timeout_s
             return self._lab_ray.remote
         return self.reference
+
+    def prepare(self, start: Callable[[], Any]) -> None:
+        """Run ``start()`` -- grader-side start-up, such as the reference process or the grader's
+        instruments -- in the background while the notebook's own cells run. Every check
+        (:meth:`run`) and :meth:`close` wait for it first, so it never overlaps a check's work: no
+        timed call, and no other call on the connections it uses. Its errors are dropped: the
+        check that needs what it starts starts it again, and meets them there.
+
+        Only while grading: in a learner's own run the notebook's cells measure the learner's own
+        numbers, which start-up work beside them would bend; there each thing starts when needed."""
+        if not self._grading or start is None:
+            return
+        if self._preparer is None:
+            # one thread for the whole run: a sandbox dies with the *thread* that started it
+            # (bubblewrap's --die-with-parent is PR_SET_PDEATHSIG), so it must outlive them all
+            self._preparer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="autograder-prepare")
+        self._preparing.append(self._preparer.submit(start))
+
+    def _ahead(self) -> Callable[[], Any] | None:
+        """The lab's grader-side start-up worth running ahead (its checks module's ``ahead``), or None."""
+        import importlib
+
+        from .catalog import checks_module
+
+        ahead = getattr(importlib.import_module(checks_module(self.lab)), "ahead", None)
+        return ahead(self) if ahead is not None else None
+
+    def _prepared(self) -> None:
+        """Wait for every background start-up (:meth:`prepare`) to end; their errors are dropped
+        (the foreground's own start meets and reports them)."""
+        while self._preparing:
+            self._preparing.pop(0).exception()
 
     def answers(self) -> dict:
         """The reference implementations as objects of this process, by the notebook's names: the
@@ -232,6 +278,7 @@ class Session:
                 return Result(str(name)[:60], 0.0, 0.0, "no such check in this lab")
             if self._sealed:
                 return Result(name, 0.0, check.points, "asked for after grading had ended")
+            self._prepared()  # no background start-up runs beside a check
             try:
                 check.fn(self)
                 result = Result(name, check.points, check.points, "")

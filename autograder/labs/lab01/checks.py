@@ -207,16 +207,18 @@ class Fleet:
         self._handles: dict[int, list] = {}
         self._rng = session.rng(4)
 
-    def handles(self, side: Learner) -> list:
-        """Serialized handles of the armed fleet on ``side``'s Ray, started on first use."""
-        grader = self.session.ray_of(side)
-        if id(grader) not in self._handles:
-            got = grader.kit.armed_fleet(self.n, self.session.key.hex(), what="starting the grader's emulated GPUs",
+    def handles(self, side: Learner, k: int | None = None) -> list:
+        """Serialized handles of ``k`` (default: all) of the armed fleet on ``side``'s Ray, started
+        as first needed: a driver first runs on one, so that a driver that cannot run at all never
+        waits for the whole fleet to start."""
+        grader, k = self.session.ray_of(side), self.n if k is None else k
+        if len(self._handles.get(id(grader), ())) < k:
+            got = grader.kit.armed_fleet(k, self.session.key.hex(), what="starting the grader's emulated GPUs",
                                          timeout_s=T.start_timeout_s)
-            if len(got) != self.n:
-                raise RuntimeError(f"the grader's fleet has {len(got)} emulated GPUs, not {self.n}")
+            if len(got) != k:
+                raise RuntimeError(f"the grader's fleet has {len(got)} emulated GPUs, not {k}")
             self._handles[id(grader)] = got
-        return self._handles[id(grader)]
+        return self._handles[id(grader)][:k]
 
     def jobs(self, count: int, seconds: float, jitter: float = 0.0) -> list[list]:
         """Sealed jobs ``[index, seconds, token, seal]`` with fresh tokens."""
@@ -229,7 +231,7 @@ class Fleet:
 
     def drive(self, side: Learner, k: int, jobs: list, who: str = "run_pool") -> float:
         """Seconds (grader's clock) for ``side``'s ``run_pool`` to run ``jobs`` on ``k`` GPUs; checked."""
-        seconds, got = side.timed("run_pool", {"handles": self.handles(side)[:k]}, {"jobs": jobs},
+        seconds, got = side.timed("run_pool", {"handles": self.handles(side, k)}, {"jobs": jobs},
                                   what=f"{who}(actors, batches)", returns="integers",
                                   timeout_s=self.session.call_timeout_s)
         expected = [receipt(self.session.key, token) for _, _, token, _ in jobs]
@@ -248,6 +250,14 @@ def _fleet(session: Session) -> Fleet:
     return session.memo(Fleet, lambda: Fleet(session))
 
 
+def ahead(session: Session):
+    """What grading a submission with answers starts in the background while its kernel starts
+    (:meth:`Session.prepare`): the reference process and its own Ray (about 10 s on 2 cores,
+    mostly while the kernel's start leaves a core idle). Starting the grader's fleets then too
+    gained nothing measurable: they compete with the notebook's own cells for the cores."""
+    return lambda: session.reference
+
+
 @dataclass
 class DriverRun:
     n: int
@@ -259,6 +269,7 @@ def measure_driver(session: Session) -> DriverRun:
     """A warm-up with jittered short kernels, then the learner's driver vs the reference's on
     long kernels, interleaved; busy GPUs = the jobs' kernel time / the grader's wall time."""
     gpus = _fleet(session)
+    gpus.drive(session.learner, 1, gpus.jobs(2, T.short_kernel_s))  # on one GPU first: the rest start only for a driver that runs
     gpus.drive(session.learner, gpus.n, gpus.jobs(3 * gpus.n + 1, T.short_kernel_s, jitter=T.short_kernel_s))
     count = T.driver_jobs_per_actor * gpus.n
     busy = []
@@ -329,6 +340,7 @@ def measure_sweep(session: Session, side: Learner | None = None) -> Sweep:
     gpus = _fleet(session)
     side = side or session.learner
     n, sizes = gpus.n, sweep_sizes(gpus.n)
+    gpus.handles(side)  # the whole fleet, started before the sweep
     trivial = {k: [] for k in sizes}
     short, long_ = [], []
     short_jobs = max(4 * n, int(n / T.short_kernel_s * 0.05))  # 0.05 s of work at perfect scaling
