@@ -86,7 +86,7 @@ class Session:
         the reference process starts that other Ray in a sandbox of another user
         (:data:`~autograder.grader.sandbox.REFERENCE_UID`), with its own PID and network
         namespaces, which no learner process enters. That process starts when a check first
-        calls the reference, not here: a submission that earns nothing never pays for its Ray. It
+        calls the reference, or ahead (above), not here: a blank never pays for its Ray. It
         is in the control group's caps but not on its learner side, which :meth:`side_by_side`
         pauses while the reference's turns are timed: frozen, or at idle CPU priority
         (:func:`~autograder.labs.pauses_learner`).
