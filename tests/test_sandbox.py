@@ -244,13 +244,25 @@ def test_a_control_group_caps_memory_held_in_tmpfs_and_reaps_what_is_left(tmp_pa
         daemon = box.argv(["/bin/sh", "-c", "setsid sleep 300 & sleep 300"])
         proc = subprocess.Popen(daemon, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        while len(group.pids()) < 3 and time.monotonic() < deadline:
+        while len(group.pids()) < 4 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(group.pids()) >= 3  # the join shell's exec, bwrap, the shell and its sleeps
+        seen = group.pids()
+        assert len(seen) >= 4  # bwrap (the join shell's exec), its child, the shell and its sleeps
     finally:
         killed = group.close()
     proc.wait(10)
-    assert killed >= 3 and not any(f.exists() for f in group.folders)
+    # how many kill() calls landed varies: a process whose namespace's first process died first is
+    # already gone (a run on a loaded machine once counted 2 of 3); that none is left is what matters
+    left = [pid for pid in seen if _alive(pid)]
+    assert killed >= 1 and not left and not any(f.exists() for f in group.folders), (killed, left)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -266,8 +266,9 @@ class DriverRun:
 
 
 def measure_driver(session: Session) -> DriverRun:
-    """A warm-up with jittered short kernels, then the learner's driver vs the reference's on
-    long kernels, interleaved; busy GPUs = the jobs' kernel time / the grader's wall time."""
+    """A first run on one GPU, a warm-up with jittered short kernels on all, then the learner's
+    driver vs the reference's on long kernels, interleaved; busy GPUs = the jobs' kernel time /
+    the grader's wall time."""
     gpus = _fleet(session)
     gpus.drive(session.learner, 1, gpus.jobs(2, T.short_kernel_s))  # on one GPU first: the rest start only for a driver that runs
     gpus.drive(session.learner, gpus.n, gpus.jobs(3 * gpus.n + 1, T.short_kernel_s, jitter=T.short_kernel_s))
