@@ -59,6 +59,8 @@ class Outcome:
     seconds_late: float = 0.0                             # past the due date (nbgrader's timestamp.txt)
     late_penalty: float = 0.0                             # nbgrader's late-submission plugin's, in points
     sandboxed: bool = False                               # learner code ran in the OS sandbox
+    peak_memory_bytes: int = 0                            # its control group's peak (tmpfs included); 0: not measured
+    peak_disk_bytes: int = 0                              # its work folder's peak (autograder.grader.workspace)
 
     @property
     def score(self) -> float:

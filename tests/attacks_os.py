@@ -276,8 +276,10 @@ def attack(T, who, only=None, skip=(), save=True):
         alive = find(T["daemon_word"])
         return f"daemon running as pid(s) {alive} (in the sandbox's view)"
     attempt("leave-daemon", daemon)
-    # -- fill /tmp and /dev/shm: a tmpfs of its own must stop it ------------------------------------
+    # -- fill /tmp, /dev/shm and the grader-made folders it may write (its IPython profile's):
+    # -- a size-capped tmpfs must stop each, never the disk the grader and others share ----------
     def fill(folder, cap):
+        folder = os.path.expandvars(folder)
         def go():
             chunk = b"\xa5" * (64 * 2**20)
             total, files = 0, []
@@ -328,7 +330,8 @@ PRIVATE = ("plant-", "link-", "leave-")
 def targets(**known) -> dict:
     """The attack's ``T``: what the test tells the attacker (all of it a student could learn)."""
     token = secrets.token_hex(4)
-    return {"mark": MARK, "daemon_word": f"{MARK}-daemon-{token}", "fill": {"tmp": ["/tmp", 3 * 2**30]}, "home_allowed": [".pyenv"], "fork_cap": 4000,
+    return {"mark": MARK, "daemon_word": f"{MARK}-daemon-{token}", "fill": {"tmp": ["/tmp", 3 * 2**30], "ipython": ["$IPYTHONDIR", 3 * 2**30]},
+            "home_allowed": [".pyenv"], "fork_cap": 4000,
             "outside": "1.1.1.1", "grader_ray_uid": 61001, "reference_uid": 61002, "grader_pid": os.getpid(), "grader_home": os.path.expanduser("~"), **known}
 
 

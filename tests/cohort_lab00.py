@@ -67,9 +67,10 @@ def broken(tmp) -> dict:
 
 
 def attack_cells(T) -> list[str]:
-    """The OS attacker's cells: every capability the probe knows, then /tmp filled, then a fork bomb."""
+    """The OS attacker's cells: every capability the probe knows, then /tmp and its IPython
+    profile's folder filled, then a fork bomb."""
     return [attacks_os.cell(T, "attacker", skip=("fill-", "fork-")),
-            attacks_os.cell(T, "attacker-fill", only=["fill-tmp"]),
+            attacks_os.cell(T, "attacker-fill", only=["fill-tmp", "fill-ipython"]),
             attacks_os.cell(T, "attacker-fork", only=["fork-bomb"])]
 
 

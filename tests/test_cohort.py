@@ -145,12 +145,14 @@ def test_submissions_and_csv(tmp_path):
     out = tmp_path / "grades.csv"
     cohort.write_csv([Outcome("s1", "00_measure", [Result("a", 2, 2), Result("b", 0, 1, "why")],
                               findings=["cell 3 (throughput), line 1: imports gc: ..."], seconds=41.6,
-                              seconds_late=3600.4, late_penalty=3),
+                              seconds_late=3600.4, late_penalty=3, peak_memory_bytes=3 * 2**29,
+                              peak_disk_bytes=5 * 2**20),
                       Outcome("s2", "00_measure", [], "nbgrader autograde failed: the kernel died")], out)
     rows = list(csv.DictReader(out.open()))
     assert rows[0] == {"student_id": "s1", "assignment": "00_measure", "score": "2", "max_score": "3",
                        "late_penalty": "3", "status": "graded", "failed_checks": "b", "flags": "",
-                       "static_findings": "1", "seconds": "42", "seconds_late": "3600", "sandbox": "none"}
+                       "static_findings": "1", "seconds": "42", "seconds_late": "3600", "sandbox": "none",
+                       "peak_memory_mib": "1536", "peak_disk_mib": "5"}
     assert rows[1]["status"].startswith("error: nbgrader autograde failed")
 
 

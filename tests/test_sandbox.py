@@ -307,17 +307,19 @@ def test_the_learner_side_gets_no_cpu_while_paused_and_a_frozen_group_still_clos
     assert killed >= 2 and not group.freezer.exists() and not any(f.exists() for f in group.folders)
 
 
-def test_at_idle_priority_the_learner_side_cannot_take_the_cores_from_the_reference(tmp_path):
-    """What lab 04's side-by-side timing relies on (its spec's ``PAUSE_LEARNER = "idle"``): with
-    as many spinners on each side as there are cores, the learner side's spinners get a fair part
-    of the CPU until the group is at idle priority (:meth:`Cgroup.idle`), then next to none, while
-    the reference side's get the cores; they run on after (nothing is frozen), and the group's
-    learner side cannot raise its weight back itself."""
+def test_at_idle_priority_neither_side_can_take_the_cores_from_the_other(tmp_path):
+    """What side-by-side timing relies on where the reference has a Ray of its own: the two sides
+    sit in cpu groups of their own at the same weight, so that with as many spinners on each side as
+    there are cores each gets about half the CPU (before, the reference's processes sat one by one
+    in the root group against the learner's one group: 2:1 on 2 cores). With one side at idle
+    priority (:meth:`Cgroup.idle`: the learner's in the reference's turns, the reference's in the
+    learner's) its spinners get next to none and the other side's the cores; they run on after
+    (nothing is frozen), and the learner side cannot raise its group's weight back itself."""
     from autograder.grader import cgroup
 
     _require()
     group = cgroup.create(memory_bytes=256 * 2**20, processes=64, pausable=True)
-    if group is None or group.cpu is None:
+    if group is None or group.cpu is None or group.reference_cpu is None:
         if group is not None:
             group.close()
         if os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
@@ -330,14 +332,15 @@ def test_at_idle_priority_the_learner_side_cannot_take_the_cores_from_the_refere
             "    try: open(f, 'w').write('0')\n    except OSError: pass\nwhile True: pass"]
     procs = [subprocess.Popen(sandbox.Sandbox(readable=sandbox.python_paths(), etc=etc,
                                               cgroup=procs).argv(spin))
-             for procs in [group.learner_procs] * n + [group.procs] * n]
+             for procs in [group.learner_procs] * n + [group.reference_procs] * n]
     try:
         deadline = time.monotonic() + 10
         while len(_spinners(group)) < 2 * n and time.monotonic() < deadline:
             time.sleep(0.05)
         learner_side = {int(p) for p in (group.cpu / "cgroup.procs").read_text().split()}
+        reference_side = {int(p) for p in (group.reference_cpu / "cgroup.procs").read_text().split()}
         mine = [p for p in _spinners(group) if p in learner_side]
-        theirs = [p for p in _spinners(group) if p not in learner_side]
+        theirs = [p for p in _spinners(group) if p in reference_side]
         assert len(mine) == n and len(theirs) == n, (mine, theirs)
 
         def shares(seconds: float = 1.0) -> tuple[float, float]:
@@ -348,16 +351,21 @@ def test_at_idle_priority_the_learner_side_cannot_take_the_cores_from_the_refere
         fair = shares()
         with group.idle() as lowered:
             assert lowered
-            low = shares()
+            learner_low = shares()
+        with group.idle("reference") as lowered:
+            assert lowered
+            reference_low = shares()
         after = shares()
-        assert fair[0] > 0.25 * n and low[0] < 0.05 * n and low[1] > 0.9 * n, (fair, low)
-        assert after[0] > 0.25 * n, after  # back at its weight: it was never stopped
+        assert 0.6 < fair[0] / fair[1] < 1 / 0.6, fair  # the same weight on both sides
+        assert learner_low[0] < 0.05 * n and learner_low[1] > 0.9 * n, learner_low
+        assert reference_low[1] < 0.05 * n and reference_low[0] > 0.9 * n, reference_low
+        assert min(after) > 0.25 * n, after  # back at their weight: never stopped
     finally:
         group.close()
         for proc in procs:
             proc.kill()
             proc.wait(10)
-    assert not group.cpu.exists() and not any(f.exists() for f in group.folders)
+    assert not any(f.exists() for f in (group.cpu, group.reference_cpu, *group.folders))
 
 
 def _spinners(group) -> list[int]:

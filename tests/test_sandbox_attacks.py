@@ -29,7 +29,7 @@ import pytest
 import attacks_os
 import cohort_lab00
 from attacks_os import MARK
-from autograder.grader import sandbox
+from autograder.grader import sandbox, workspace
 from notebooks import extended, make_course, released, variant
 from os_cohort import (ATTACKER, HONEST, LAST_GRADED, Outside, grade_cohort, host_leftovers, kill_left,
                        printed_reports, sandbox_processes)
@@ -148,6 +148,11 @@ def test_lab00_tmp_and_fork_bomb_stop_at_their_caps(lab00):
     tmp = _report(lab00, "attacker-fill")["fill-tmp"]
     assert tmp.startswith("blocked") and "errno 28" in tmp, tmp
     assert float(tmp.split("stopped after ")[1].split()[0]) <= sandbox.Limits().tmp_bytes / 2**30, tmp
+    # the folder its IPython profile lives in is the grader's, bound in: on a tmpfs of the grading's own
+    # (autograder.grader.workspace), not the disk under the grader's TMPDIR (it once put 2.8 GB there)
+    profile = _report(lab00, "attacker-fill")["fill-ipython"]
+    assert profile.startswith("blocked") and "errno 28" in profile, profile
+    assert float(profile.split("stopped after ")[1].split()[0]) <= workspace.CAP_BYTES / 2**30, profile
     bomb = _report(lab00, "attacker-fork")["fork-bomb"]
     assert bomb.startswith("blocked") and "errno 11" in bomb, bomb
     assert int(bomb.split("stopped after ")[1].split()[0]) < sandbox.Limits().processes, bomb

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
-from pathlib import Path
 from typing import Iterator
 
+from . import workspace
 from .nbgrader_run import DEFAULT_MEMORY_LIMIT_GIB, control_group, learner_spec
 from .reference_process import START_TIMEOUT_S, ReferenceProcess
 from .session import Session
@@ -31,8 +29,8 @@ def sandboxed(lab: str, copy: str, *, memory_limit_gib: float = DEFAULT_MEMORY_L
     from ..labs import needs_ray, ray_start
 
     session = Session(lab)
-    work = Path(tempfile.mkdtemp(prefix="autograder-calibrate-"))
-    os.chmod(work, 0o755)  # sandboxes pass through it to their own folders inside
+    space = workspace.make()  # as a grading's: size-capped
+    work = space.path
     # a copy of calibrate --workers N is pinned to one slot's cores: its sandboxes stay there,
     # as a grading slot's do (joining a control group would otherwise reset their affinity)
     cores = tuple(sorted(os.sched_getaffinity(0)))
@@ -53,4 +51,4 @@ def sandboxed(lab: str, copy: str, *, memory_limit_gib: float = DEFAULT_MEMORY_L
         session.close()
         if group is not None:
             group.close()
-        shutil.rmtree(work, ignore_errors=True)
+        space.close()

@@ -24,6 +24,13 @@ controller, or v2's ``cgroup.freeze`` in a child group). Where freezing distorts
 CPU priority for the reference's turns (:meth:`Cgroup.idle`): a ``cpu`` group whose ``cpu.idle``
 is set runs only on cores nothing else wants, so a spinner there cannot slow the reference, while
 Ray's daemons on that side keep running.
+
+Both sides of a timed comparison get the same: the reference's side (its process and its own
+Ray) has a cpu group of its own beside the learner's, at the same weight (:attr:`Cgroup.reference_cpu`),
+dropped to idle priority while the learner's turns are timed (``idle(side="reference")``). Without
+it the reference's ~800 threads sat in the root group one by one, never idled, and burned
+0.16-0.18 CPU-s inside each of the learner's timed windows against 0.06-0.09 the other way (lab 04,
+2 cores, docs/measurement.md#same-conditions).
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ class Cgroup:
     memory_bytes: int | None
     freezer: Path | None = None  # the learner side's freezer group, where one could be made
     cpu: Path | None = None  # the learner side's cpu group (its weight dropped by idle()), where one could be made
+    reference_cpu: Path | None = None  # the reference side's, beside it at the same weight, where one could be made
 
     @property
     def procs(self) -> tuple[str, ...]:
@@ -91,8 +99,14 @@ class Cgroup:
 
     @property
     def every_folder(self) -> tuple[Path, ...]:
-        """Every folder of the group, its learner side's first (what :meth:`close` removes)."""
-        return self.sides + self.folders
+        """Every folder of the group, its two sides' first (what :meth:`close` removes)."""
+        return self.sides + tuple(f for f in (self.reference_cpu,) if f is not None) + self.folders
+
+    @property
+    def reference_procs(self) -> tuple[str, ...]:
+        """What a process of the reference's side (the reference process and its own Ray) joins:
+        the group, for its caps, then the reference's cpu group, where there is one."""
+        return self.procs + tuple(str(f / "cgroup.procs") for f in (self.reference_cpu,) if f is not None)
 
     @property
     def learner_procs(self) -> tuple[str, ...]:
@@ -122,16 +136,18 @@ class Cgroup:
                 pass
 
     @contextlib.contextmanager
-    def idle(self) -> Iterator[bool]:
-        """The learner side at idle CPU priority for the ``with`` block (whether it could be): it
-        runs only on cores no other process wants (``cpu.idle``, Linux >= 5.15; else the least
-        weight, ``cpu.shares`` 2 or ``cpu.weight`` 1), so it cannot take them from the reference,
-        and nothing of it stops. Its processes cannot leave the group or raise its weight."""
-        if self.cpu is None:
+    def idle(self, side: str = "learner") -> Iterator[bool]:
+        """One side's cpu group at idle CPU priority for the ``with`` block (whether it could be):
+        it runs only on cores no other process wants (``cpu.idle``, Linux >= 5.15; else the least
+        weight, ``cpu.shares`` 2 or ``cpu.weight`` 1), so it cannot take them from the other side's
+        timed turn, and nothing of it stops. ``side``: ``"learner"`` (in the reference's turns) or
+        ``"reference"`` (in the learner's). Learner processes cannot leave their group or raise its weight."""
+        folder = self.reference_cpu if side == "reference" else self.cpu
+        if folder is None:
             yield False
             return
         try:
-            restore = _lower(self.cpu)
+            restore = _lower(folder)
         except OSError:
             yield False
             return
@@ -140,7 +156,7 @@ class Cgroup:
         finally:
             for name, value in restore:
                 try:
-                    (self.cpu / name).write_text(value)
+                    (folder / name).write_text(value)
                 except OSError:  # closed in the meantime
                     pass
 
@@ -178,7 +194,7 @@ class Cgroup:
 
     def pids(self) -> list[int]:
         """The processes in the group now."""
-        return sorted({int(p) for f in self.learner_procs for p in _words(Path(f))})
+        return sorted({int(p) for f in self.learner_procs + self.reference_procs for p in _words(Path(f))})
 
     def close(self, wait_s: float = 10.0) -> int:
         """Kill what is left in the group and remove it; the number of processes killed.
@@ -356,7 +372,21 @@ def create(*, memory_bytes: int | None, processes: int, cpus: tuple[int, ...] = 
     freezer, cpu = sides
     if cpu is not None and len(base) == 1 and not (cpu / "cpu.weight").exists():
         cpu = None  # v2 without the cpu controller in the group's subtree
-    return Cgroup(folders, memory_bytes, freezer, cpu)
+    return Cgroup(folders, memory_bytes, freezer, cpu, _reference_cpu(cpu))
+
+
+def _reference_cpu(learner: Path | None) -> Path | None:
+    """The reference side's cpu group, made beside the learner side's ``learner`` (same parent,
+    same default weight), so that neither side's threads count for more than the other's; ``None``
+    where there is no learner-side group or this one cannot be made."""
+    if learner is None:
+        return None
+    folder = learner.parent / ("reference" if learner.name == "learner" else f"{learner.name}-reference")
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return folder
 
 
 def _limit(folders: tuple[Path, ...], names: tuple[str, ...], value: str, optional: bool = False) -> None:

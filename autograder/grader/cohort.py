@@ -27,7 +27,7 @@ from .nbgrader_run import SetupError
 from ..report import Outcome
 
 CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status", "failed_checks",
-              "flags", "static_findings", "seconds", "seconds_late", "sandbox"]
+              "flags", "static_findings", "seconds", "seconds_late", "sandbox", "peak_memory_mib", "peak_disk_mib"]
 
 
 def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
@@ -86,7 +86,9 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
                         "max_score": f"{o.max_score:g}", "late_penalty": f"{o.late_penalty:g}", "status": f"error: {o.error}" if o.error else "graded",
                         "failed_checks": " ".join(failed), "flags": " ".join(o.flags),
                         "static_findings": len(o.findings), "seconds": f"{o.seconds:.0f}",
-                        "seconds_late": f"{o.seconds_late:.0f}", "sandbox": "bubblewrap" if o.sandboxed else "none"})
+                        "seconds_late": f"{o.seconds_late:.0f}", "sandbox": "bubblewrap" if o.sandboxed else "none",
+                        "peak_memory_mib": f"{o.peak_memory_bytes / 2**20:.0f}",
+                        "peak_disk_mib": f"{o.peak_disk_bytes / 2**20:.0f}"})
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     os.replace(tmp, path)

@@ -16,15 +16,14 @@ import hashlib
 import importlib
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from .. import seed
+from . import workspace
 from .processes import SAFE_PATH, Leftovers, not_ray, run_watched
 from ..report import Outcome, Result
 
@@ -357,10 +356,10 @@ def autograde(course: Path, assignment: str, student: str, *,
     session = Session(assignment, seed=int(seed) if seed else None)
     endpoint = Endpoint(session.serve, gid=SANDBOX_GID if sandboxed else None)
     leftovers = Leftovers()
-    work = Path(tempfile.mkdtemp(prefix="autograder-sandbox-")) if sandboxed else None
+    space = workspace.make() if sandboxed else None  # everything its sandboxes may write, size-capped
+    work = space.path if space is not None else None
     group = control_group(session.lab, memory_limit_gib, cpus) if sandboxed else None
-    if work is not None:
-        os.chmod(work, 0o755)  # sandboxes pass through it to their own folders inside
+    peak = 0
     try:
         try:
             share = () if work is None else (endpoint.address,)  # what a Ray lab's kernel needs there too
@@ -385,8 +384,8 @@ def autograde(course: Path, assignment: str, student: str, *,
             out_of_memory, peak, reaped = group.oom_kills() > 0, group.peak_bytes(), group.close()
         killed = leftovers.end()  # before anything is read back: nothing of it runs on
         endpoint.close()
-        if work is not None:
-            shutil.rmtree(work, ignore_errors=True)
+        if space is not None:
+            space.close()
     verdicts = session.seal()
     stopped = proc.returncode in (124, 125, 137)  # by the grader: what the kernel wrote is incomplete
     results = read_results(course, assignment, student) if not stopped else []
@@ -396,11 +395,15 @@ def autograde(course: Path, assignment: str, student: str, *,
     if group is not None:
         log += (f"\n[autograder | control group] peak memory {peak / 2**30:.2f} GiB (tmpfs included), "
                 f"OOM kills: {'yes' if out_of_memory else 'none'}, processes left and killed: {reaped}")
+    if space is not None:
+        log += (f"\n[autograder | work folder] peak {space.peak_bytes / 2**20:.0f} MiB written"
+                + (f" of its {workspace.CAP_BYTES / 2**30:g} GiB cap" if space.capped else " (not capped here)"))
     raised = cell_errors(course / "autograded" / student / assignment)
     log += "".join(f"\n[autograder | an ungraded cell raised] {e}" for e in raised)
     log += "".join(f"\n[autograder | static check] {f}" for f in findings)
     outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed), cell_errors=raised,
-                      findings=findings, seconds=time.monotonic() - started, sandboxed=sandboxed)
+                      findings=findings, seconds=time.monotonic() - started, sandboxed=sandboxed,
+                      peak_memory_bytes=peak, peak_disk_bytes=space.peak_bytes if space is not None else 0)
     if proc.returncode == 124:
         outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode == 137 or (group is not None and out_of_memory):

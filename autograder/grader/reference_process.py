@@ -42,6 +42,14 @@ from .catalog import reference
 from ..seed import without
 
 START_TIMEOUT_S = 120.0
+# Ray's settings in every Ray a process of this program starts: the lab's and the reference's own
+# alike, so both sides of a timed comparison run under the same ones. Idle workers are kept 60 s,
+# not Ray's 1 s (``idle_worker_killing_time_threshold_ms``): a round that needs more workers on one
+# node than Ray keeps idle there otherwise had them killed between rounds and started again inside
+# the next timed window -- 13-24 worker starts on lab 04's busiest node in bad runs, its learner's
+# turn right after the reference's 1.62-1.65 s against 0.72-0.80 s after its own (2 cores;
+# docs/measurement.md#same-conditions). Every grading's processes still count against its caps.
+RAY_SETTINGS = (("RAY_idle_worker_killing_time_threshold_ms", "60000"),)
 SOURCES_FD_ENV = "AUTOGRADER_REFERENCE_FD"  # a sandboxed process reads its reference code from this fd
 
 
@@ -74,6 +82,8 @@ class ReferenceProcess:
         env = {**{k: v for k, v in without(dict(os.environ)).items() if k != "RAY_ADDRESS"}, **(env or {})}  # no seed
         self.ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)} if ray else {}
         env.update(self.ray_env)
+        if ray:
+            env.update(RAY_SETTINGS)
         command = [sys.executable, *SAFE_PATH, "-m", __name__, lab, copy]
         self.network_from = None  # bubblewrap's report on the sandbox: the kernel joins its network
         fds = []

@@ -106,7 +106,7 @@ class Session:
         own = sandbox_dir / "reference"
         own.mkdir(mode=0o755)
         self._start_reference = functools.partial(ReferenceProcess, self.lab, ray=True, sandbox_dir=own,
-                                                  cgroup=group.procs if group else (), uid=REFERENCE_UID)
+                                                  cgroup=group.reference_procs if group else (), uid=REFERENCE_UID)
         self._pause = pauses_learner(self.lab)
         self._group = group if self._pause else None
         self._lab_ray = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share,
@@ -224,12 +224,16 @@ class Session:
         Where the reference has a Ray of its own, the learner's side (its kernel, the lab's Ray
         and its actors) is frozen during each reference turn, or put at idle CPU priority (the lab's
         spec says which): a learner thread that spins whenever its own code is not being called
-        cannot take the cores from the reference.
+        cannot take the cores from the reference. The same holds the other way: the reference's
+        side (its process and its own Ray, in a cpu group of its own at the learner's weight) is at
+        idle CPU priority during each learner turn, so that neither side's idle daemons run inside
+        the other's timed window (docs/measurement.md#same-conditions).
         """
         from course.bench import Comparison, Measurement
 
         if self._group is not None:
             reference = self._paused(reference)
+            learner = self._idled_reference(learner)
 
         warm = reference() / learner()
         if warm < stop_below:
@@ -256,6 +260,14 @@ class Session:
         def turn() -> float:
             with pause():
                 return reference()
+        return turn
+
+    def _idled_reference(self, learner: Callable[[], float]) -> Callable[[], float]:
+        """``learner`` run with the reference's side at idle CPU priority (:meth:`Cgroup.idle`)."""
+
+        def turn() -> float:
+            with self._group.idle("reference"):
+                return learner()
         return turn
 
     def rng(self, salt: int) -> random.Random:
