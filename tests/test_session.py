@@ -269,7 +269,8 @@ def test_an_early_verdict_is_the_one_every_round_would_give():
 def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused(mode):
     """Where the reference has a Ray of its own (a sandboxed lab 01 or 04 grading), every reference
     turn -- the warm-up's too -- runs inside the group's pause of the lab's kind (frozen, or at idle
-    CPU priority), and no learner turn does."""
+    CPU priority), and every learner turn with the reference's side at idle CPU priority: the same
+    conditions both ways (docs/measurement.md#same-conditions)."""
     import contextlib
 
     class Group:
@@ -277,8 +278,8 @@ def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused(mo
 
         def _pause(kind):
             @contextlib.contextmanager
-            def pause(self):
-                self.state = kind
+            def pause(self, side="learner"):
+                self.state = kind if side == "learner" else f"reference {kind}"
                 try:
                     yield True
                 finally:
@@ -297,7 +298,8 @@ def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused(mo
 
     s._group, s._pause = group, mode  # as Session.start sets them for a lab whose reference has a Ray of its own
     s.side_by_side(side("learner"), side("reference"), rounds=4)
-    assert len(seen) == 10 and all(state == (mode if who == "reference" else None) for who, state in seen), seen
+    want = {"reference": mode, "learner": "reference idle"}
+    assert len(seen) == 10 and all(state == want[who] for who, state in seen), seen
 
 
 def test_the_labs_whose_reference_has_a_ray_of_its_own_keep_the_learner_side_off_the_cores():

@@ -166,6 +166,11 @@ class Cgroup:
         so that :func:`sweep` of :meth:`every_folder` ends them too (a grading slot's group). On v2
         they nest anyway, and its ``learner`` child stays empty. The folders it was moved into."""
         own = tuple(f for f in self.sides if not any(f.is_relative_to(g) for g in self.folders))
+        if self.reference_cpu is not None:  # unused: each grading makes its reference side inside this cpu group
+            try:
+                self.reference_cpu.rmdir()
+            except OSError:
+                pass
         for folder in self.folders + own:
             (folder / "cgroup.procs").write_text(str(pid))
         return self.folders + own
