@@ -228,10 +228,12 @@ def c5(numbers: Mapping) -> Row:
     d = _lab(numbers, "03_quotas")
     docs = ("Ray: no resource quotas, priorities or access control between users, one Ray cluster per user; "
             "resources are logical accounting, per node, counted only for tasks that ask for them, so a quota "
-            "built on custom resources is a convention every submitter must follow, not admission control. "
+            "built on custom resources is a convention every submitter must follow, not admission control; a "
+            "placement group binds only the tasks sent into it, so a tenant may leave the strategy out or use "
+            "another tenant's group. "
             "Kubernetes: ResourceQuota with requests.nvidia.com/gpu per "
             "namespace is built in; OPA/Gatekeeper is an add-on; Kueue admits whole RayClusters against quota")
-    source = "Ray docs cluster FAQ, *Resources*; kubernetes.io *Resource Quotas*; Kueue docs *Run A RayCluster*"
+    source = "Ray docs cluster FAQ, *Resources*, *Placement Groups*; kubernetes.io *Resource Quotas*; Kueue docs *Run A RayCluster*"
     k8s = "Kubernetes half: documented — per-namespace quotas are built in, no OPA needed"
     ratio = _num(d, "quota_throughput_ratio")
     if ratio is None:

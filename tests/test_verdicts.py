@@ -124,6 +124,7 @@ def test_c5_follows_the_overhead_and_enforcement():
     costly = verdicts.c5(with_("03_quotas", quota_throughput_ratio=0.85, quota_peaks={"a": 9, "b": 4, "c": 4}))
     assert "overhead consistent" in costly.verdict and "a tenant went over its quota" in costly.verdict
     assert "not admission control" in free.docs
+    assert "a placement group binds only the tasks sent into it" in free.docs  # voluntary too (issue 44)
 
 
 def test_c5_says_when_one_run_cannot_resolve_the_claimed_overhead():
