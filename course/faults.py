@@ -19,7 +19,11 @@ Importing this module mutes Ray's driver-side reports of worker deaths and task 
 Kubernetes side (a documented *model*, not a measurement): :func:`cold_start` measures a
 fresh Python process importing the course's stack -- the floor of any container restart --
 and :func:`crashloop_backoff` / :func:`k8s_restart_model` add the documented CrashLoopBackOff
-delays (kubernetes.io, "Pod Lifecycle": 10 s, doubling, capped at 5 min).
+delays (kubernetes.io, "Pod Lifecycle": 10 s, doubling, capped at 5 min). That is the kubelet
+restarting a container in place; a pod that cannot restart is replaced instead -- on KubeRay the
+operator deletes a failed Ray pod whose ``restartPolicy`` is ``Never`` (which it sets itself with
+autoscaler v2) and creates a new one (KubeRay ``ray-operator/controllers/ray/raycluster_controller.go``,
+``shouldDeletePod``), which the model does not cover: scheduling, image pull, a new node.
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ BACKOFF_INITIAL_S = 10.0
 BACKOFF_CAP_S = 300.0
 NODE_FAILURE_TOLERATION_S = 300.0
 # kube-controller-manager's --node-monitor-grace-period: how long a silent node stays Ready before
-# it is marked NotReady/Unknown, and the 300 s above start counting. 50 s from Kubernetes 1.32,
+# its Ready condition turns Unknown (with the node.kubernetes.io/unreachable taint; NotReady is a
+# kubelet that answers and reports itself not ready), and the 300 s above start counting. 50 s from Kubernetes 1.32,
 # 40 s before (kubernetes.io "kube-controller-manager" reference; kubernetes/kubernetes PR #126287).
 NODE_MONITOR_GRACE_S = 50.0
 # Ray's GCS health checks of each node: the defaults of `src/ray/common/ray_config_def.h`, used
@@ -447,10 +452,15 @@ def node_death_detection_s(checks: dict | None = None) -> dict:
 def k8s_node_failure_s(grace_s: float = NODE_MONITOR_GRACE_S,
                        toleration_s: float = NODE_FAILURE_TOLERATION_S) -> float:
     """Seconds from a node going silent to its pods' eviction with Kubernetes' defaults: the
-    node-monitor grace period (until NotReady/Unknown), then the 300 s default toleration. A
-    replacement pod still has to be scheduled and started after that; a StatefulSet's pod is not
-    replaced at all until the Node object is deleted, its kubelet answers again, or the pod is
-    force-deleted (kubernetes.io "Force Delete StatefulSet Pods")."""
+    node-monitor grace period (until its Ready condition is Unknown and it carries the
+    ``node.kubernetes.io/unreachable`` taint), then the 300 s default toleration of that taint.
+    The least it takes: evictions are rate-limited (``--node-eviction-rate``, 0.1 nodes/s by
+    default) and slowed or stopped when a large share of a zone is unhealthy (kubernetes.io
+    "Nodes", rate limits on eviction). A replacement pod still has to be scheduled and started
+    after that; a StatefulSet's pod is not replaced at all until the Node object is deleted, its
+    kubelet answers again, the pod is force-deleted (kubernetes.io "Force Delete StatefulSet
+    Pods"), or the node gets the ``node.kubernetes.io/out-of-service`` taint (kubernetes.io "Node
+    Shutdowns", non-graceful node shutdown, GA in Kubernetes 1.28)."""
     return grace_s + toleration_s
 
 
@@ -458,6 +468,8 @@ def k8s_restart_model(cold_start_s: float, restarts: int) -> list[float]:
     """Modelled seconds from crash k to the container serving again, k = 1..restarts.
 
     Back-off delay (documented) + cold process start (measured here). A model, not a
-    measurement of a cluster: no scheduling, image pull or readiness probe is included.
+    measurement of a cluster: no scheduling, image pull or readiness probe is included, and it
+    covers a container restarted in place only -- not a pod deleted and recreated (KubeRay does
+    that to a failed Ray pod with ``restartPolicy: Never``, see the module docstring).
     """
     return [delay + cold_start_s for delay in crashloop_backoff(restarts)]

@@ -45,7 +45,9 @@ The keys each lab may save, with their unit and meaning (:data:`SCHEMA`):
     with custom-resource quotas), ``quotas`` (dict: tenant -> GPUs), ``quota_peaks`` /
     ``quota_peaks_groups`` (dict: tenant -> most GPUs held at once under the flood),
     ``isolation_none`` / ``isolation_quota`` (the quiet tenants' throughput under the flood /
-    solo, lower of the two, without quotas / with custom resources); ``overhead_resolution``
+    solo, lower of the two, without quotas / with custom resources); ``isolation_resolution``
+    (fraction: one wave of emulated kernels as a share of the flood and solo runs' window,
+    kernel_s / window_s); ``overhead_resolution``
     (fraction: one wave of emulated kernels as a share of the saturated runs' window,
     kernel_s / window_s: the smallest throughput change one run can show).
 ``04_data_affinity``
@@ -122,6 +124,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "quota_peaks_groups": "dict tenant -> the same with placement groups",
         "isolation_none": "ratio — quiet tenants' throughput under the flood / solo (lower of two), no quotas",
         "isolation_quota": "ratio — the same with custom-resource quotas",
+        "isolation_resolution": "fraction — one wave of kernels / the flood and solo runs' window (kernel_s / window_s)",
         "overhead_resolution": "fraction — one wave of kernels / the saturated runs' window (kernel_s / window_s)",
     },
     "04_data_affinity": {

@@ -160,6 +160,44 @@ def node_detection() -> dict:
             "period_s": period, "timeout_s": timeout, "threshold": threshold}
 
 
+def failure_cost(detect: dict, restart_s: float, restart_where: str, *,
+                 gpu_failure_detect_s: float | None = None, replace_s: float = 0.0) -> tuple[dict, list[str]]:
+    """``detect_s`` and ``restart_s`` -- the seconds of lost work one failure costs in the plan's
+    uptime, ``1 - failures_per_gpu_hour x (detect_s + restart_s) / 3600`` -- with one note each
+    saying what they count and what they leave out.
+
+    Two failure cases, and the caller states which:
+
+    * **a node is lost** (the default): Ray's GCS health check stops hearing the node's raylet;
+      ``detect_s`` is computed from the installed Ray's settings (:func:`node_detection`, the
+      timed-out case);
+    * **a GPU fails while its raylet lives** (an Xid error, a GPU off the bus): the GCS health
+      check probes the raylet, not the GPU, so Ray never detects it; pass
+      ``gpu_failure_detect_s``, the seconds your own GPU probe takes to notice, a **stated
+      input**, not a measurement (on Kubernetes NVIDIA's device plugin marks a GPU with a
+      critical Xid unhealthy, so no new pod is given it: its ``internal/rm/health.go``).
+
+    ``restart_s`` is the actor restart measured on a live node (lab 02) plus ``replace_s``, the
+    seconds a replacement takes to join: 0 unless stated, which assumes a spare GPU already in
+    the cluster; a real replacement adds scheduling, a multi-GB image pull and often a new node.
+    """
+    if gpu_failure_detect_s is None:
+        detect_s = detect["timed_out_s"]
+        detect_note = (f"computed from this Ray's health checks: {detect['threshold']} x ({detect['timeout_s']:g} s "
+                       f"timeout + {detect['period_s']:g} s period) for a node that stops answering "
+                       f"({detect['refused_s']:g} s when its checks are refused at once); the case counted: a lost "
+                       "node. Not counted: a GPU that fails while its raylet lives, which Ray's health check "
+                       "(it probes the raylet) never sees: state gpu_failure_detect_s to count it")
+    else:
+        detect_s = float(gpu_failure_detect_s)
+        detect_note = ("a stated input, not measured: the GPU-failure case, a GPU that fails while its raylet "
+                       "lives and that Ray never detects; the seconds your own GPU probe takes to notice")
+    restart_note = f"{restart_where}; plus replace_s = {replace_s:g} s, " + (
+        "assumed: a spare GPU already in the cluster (not counted: scheduling, image pull, a new node)"
+        if not replace_s else "a stated input: a replacement's scheduling, image pull and node start")
+    return ({"detect_s": detect_s, "restart_s": float(restart_s) + float(replace_s)}, [detect_note, restart_note])
+
+
 def copy_rate(mib: int = 64) -> float:
     """bytes/s of ``ray.get`` of an object another process made, on this machine: a copy in
     shared memory, not a network transfer."""
@@ -181,9 +219,12 @@ def copy_rate(mib: int = 64) -> float:
 
 
 def machine(devices: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LINK_GBIT_S,
-            failures_per_gpu_hour: float = ASSUMED_FAILURES_PER_GPU_HOUR) -> tuple[dict, list[str]]:
+            failures_per_gpu_hour: float = ASSUMED_FAILURES_PER_GPU_HOUR,
+            gpu_failure_detect_s: float | None = None, replace_s: float = 0.0) -> tuple[dict, list[str]]:
     """(measured numbers for ``plan``, where each came from) for this machine as one node of
     ``devices`` GPUs (replicas), from the result files in ``folder``, measured now, or assumed.
+    ``gpu_failure_detect_s`` and ``replace_s`` state the failure case the uptime counts
+    (:func:`failure_cost`).
     Extra keys a plan does not read: ``scaling`` (the measured sides and fits), ``in_machine_copy_bytes_per_s``."""
     found = results.load_all(folder)
     lab1, lab2, lab3 = found.get("01_actor_scaling", {}), found.get("02_restart_recovery", {}), found.get("03_quotas", {})
@@ -212,13 +253,12 @@ def machine(devices: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LIN
     take("call_overhead_s", float(overhead) if overhead else call_overhead(),
          "lab 01" if overhead else "measured now: median blocking call to a trivial actor")
     restart = lab2.get("restart_p50_s")
-    take("restart_s", float(restart) if restart else restart_time(),
-         "lab 02, p50: a killed actor's process found dead and restarted" if restart
-         else "measured now: one actor restart (lab 02's measurement)")
-    detect = node_detection()
-    take("detect_s", detect["timed_out_s"], f"computed from this Ray's health checks: {detect['threshold']} x "
-         f"({detect['timeout_s']:g} s timeout + {detect['period_s']:g} s period) for a node that stops answering "
-         f"({detect['refused_s']:g} s when its checks are refused at once)")
+    cost, why = failure_cost(node_detection(), float(restart) if restart else restart_time(),
+                             "lab 02, p50: a killed actor's process found dead and restarted on a live node"
+                             if restart else "measured now: one actor restart on a live node (lab 02's measurement)",
+                             gpu_failure_detect_s=gpu_failure_detect_s, replace_s=replace_s)
+    take("restart_s", cost["restart_s"], why[1])
+    take("detect_s", cost["detect_s"], why[0])
     share = (lab3.get("tenant_share") or {}).get("a")
     take("quota_share", float(share) if share else 1.0,
          "lab 03: tenant a's share of the pool" if share else "the whole machine: lab 03's file lacks a share")

@@ -65,8 +65,12 @@ def lab01(numbers: Mapping) -> list[str]:
     if isinstance(by, dict) and by:
         rates = {int(k): float(v) for k, v in by.items() if isinstance(v, (int, float))}
         lo, hi = min(rates), max(rates, key=rates.get)
-        out.append(f"Calls of {hi} images gave {rates[hi] / rates[lo]:.1f}× the images/s of calls of {lo}: "
-                   "the fixed cost of a call is paid once per call.")
+        if hi == lo:
+            out.append(f"Bigger calls did not raise the rate here: calls of {lo} image(s) gave the most, "
+                       f"{rates[lo]:,.0f} images/s, so the fixed cost of a call did not dominate.")
+        else:
+            out.append(f"Calls of {hi} images gave {rates[hi] / rates[lo]:.1f}× the images/s of calls of {lo}: "
+                       "the fixed cost of a call is paid once per call.")
     over = _num(d, "call_overhead_s")
     if over:
         out.append(f"Your fitted overhead, {_ms(over)} per call, caps one driver at about {1 / over:,.0f} "
@@ -110,8 +114,15 @@ def lab02(numbers: Mapping) -> list[str]:
         out.append("Delivery under chaos " + _run("section 3"))
     rebuilt, gone = d.get("lineage_rebuilt"), d.get("lineage_lost")
     if isinstance(rebuilt, list) and isinstance(gone, list):
-        out.append(f"After the node loss lineage rebuilt {', '.join(rebuilt) or 'nothing'} and lost "
-                   f"{', '.join(gone) or 'nothing'}: lineage is for task outputs, not state.")
+        s = (f"After the node loss lineage rebuilt {', '.join(rebuilt) or 'nothing'} and lost "
+             f"{', '.join(gone) or 'nothing'}: ")
+        if "task output" in rebuilt and gone:
+            s += "lineage rebuilt the task output only; it is for task outputs, not state."
+        elif not gone:
+            s += "nothing was lost in this run, so it did not show lineage's documented limits."
+        else:
+            s += "lineage did not rebuild even the task output in this run; see what was lost."
+        out.append(s)
     else:
         out.append("Lineage after node loss " + _run("section 4"))
     cold = _num(d, "cold_start_s")
@@ -125,16 +136,27 @@ def lab03(numbers: Mapping) -> list[str]:
     d = _lab(numbers, "03_quotas")
     out = []
     none, quota = _num(d, "isolation_none"), _num(d, "isolation_quota")
+    wave = _num(d, "isolation_resolution")
     if none is not None and quota is not None:
-        out.append(f"Under the flood the quiet tenants kept {none:.2f}× their solo throughput without quotas "
-                   f"and {quota:.2f}× with custom-resource quotas.")
+        s = (f"Under the flood the quiet tenants kept {none:.2f}× their solo throughput without quotas "
+             f"and {quota:.2f}× with custom-resource quotas")
+        if wave is None:
+            s += "."
+        elif abs(quota - none) <= wave:
+            s += (f"; one wave of kernels moves these ratios by about {wave * 100:.0f} %, so this run cannot "
+                  "tell the two apart.")
+        else:
+            s += (f", a difference larger than one wave of kernels (about {wave * 100:.0f} %): quotas "
+                  + ("helped the quiet tenants here." if quota > none else "cost the quiet tenants here."))
+        out.append(s)
     else:
         out.append("Isolation " + _run("sections 2 and 3"))
     peaks, quotas = d.get("quota_peaks"), d.get("quotas")
     if isinstance(peaks, dict) and isinstance(quotas, dict) and quotas:
         over = [t for t, q in quotas.items() if not (isinstance(peaks.get(t), (int, float)) and peaks[t] <= q)]
         out.append(f"Peak GPUs held under the flood: {peaks} for quotas {quotas} — "
-                   + ("no tenant went over, because every kernel asked for its tenant's resource."
+                   + ("no tenant went over; every kernel here asked for its tenant's resource, and one "
+                      "that does not is not counted."
                       if not over else f"{', '.join(over)} went over."))
     ratio, step = _num(d, "quota_throughput_ratio"), _num(d, "overhead_resolution")
     if ratio is not None:
@@ -170,15 +192,20 @@ def lab04(numbers: Mapping) -> list[str]:
             s += f" and {_mib(aware)} for the pinned ones"
         if total:
             s += f", of {_mib(total)} processed"
-        out.append(s + ": data does move, and Ray moves it.")
+        out.append(s + (": data does move, and Ray moves it." if naive > 0
+                        else ": the naive actors moved nothing in this run, so it did not show Ray moving data."))
     link = _num(d, "link_bytes_per_s")
     if link:
         out.append(f"One shard crossed an emulated link at {link / 1e6:,.0f} MB/s: localhost on this "
                    "machine, not a data-centre network; a sizing plan needs the rate of its own links.")
     if lb is not None and la is not None:
-        out.append("Tasks that take the data as arguments " + ("kept more of it in place than naive actors"
-                                                               if lb > la else "did not beat naive actors here")
-                   + ": Ray places tasks, not actors, by their data.")
+        if lb > la:
+            out.append(f"Tasks that take the data as arguments kept more of it in place than naive actors "
+                       f"({lb:.2f} vs {la:.2f}): Ray places tasks, not actors, by their data.")
+        else:
+            out.append(f"Tasks that take the data as arguments kept no more of it in place than naive actors "
+                       f"({lb:.2f} vs {la:.2f}): this run did not show the documented preference of tasks "
+                       "for the node holding their data.")
     return out
 
 

@@ -23,6 +23,7 @@ sentences too):
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -312,3 +313,83 @@ def test_lesson_prose_fits_the_budget(path):
 @pytest.mark.parametrize("path", LESSON_LABS, ids=lambda p: p.parent.name)
 def test_every_lab_closes_with_its_numbers_and_a_quiz(path):
     assert not closing_problems(path), closing_problems(path)
+
+
+# --- accuracy rules from issue 44 ---------------------------------------------------------
+# Each reads the solution notebooks as text (and lab 01's ceiling as code): fast, no kernel.
+
+def prose_sentences(path):
+    for i, text in markdown_cells(path):
+        for s, _ in sentences(text):
+            yield i, s
+
+
+TOKEN_BY_DEFAULT = re.compile(r"token auth\w*.*\b(on|enabled) by default|\b(on|enabled) by default.*token auth",
+                              re.I)
+
+
+def token_problems(path) -> list[str]:
+    """A sentence saying token authentication is on by default must say for what: Ray 2.60 turns it
+    on by default for a local ``ray.init()`` only; ``ray start --head`` (multi-node and KubeRay
+    clusters) needs a token (Ray's ``scripts/scripts.py``, ``_private/authentication/``)."""
+    return [f"cell {i}: {s}" for i, s in prose_sentences(path)
+            if TOKEN_BY_DEFAULT.search(s) and "ray.init()" not in s]
+
+
+def silent_node_problems(path) -> list[str]:
+    """A silent node's Ready condition turns Unknown (the unreachable taint); NotReady is a kubelet
+    that answers and reports itself not ready (kubernetes.io *Nodes*)."""
+    return [f"cell {i}: {s}" for i, s in prose_sentences(path) if re.search(r"\bNotReady\b", s)]
+
+
+@pytest.mark.parametrize("text, caught", [
+    ("Token authentication, on by default in clusters Ray 2.60 starts, checks one secret.", True),
+    ("Only a local `ray.init()` turns token authentication on by default; `ray start --head` needs a token.", False),
+    ("Kubernetes marks a silent node NotReady after the grace period.", True),
+    ("A silent node's `Ready` turns `Unknown` (taint `unreachable`).", False),
+])
+def test_the_issue_44_detectors(tmp_path, text, caught):
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [text]}]}
+    path = tmp_path / "00_x" / "00_x.ipynb"
+    path.parent.mkdir()
+    path.write_text(json.dumps(nb))
+    assert bool(token_problems(path) or silent_node_problems(path)) == caught
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_token_auth_by_default_is_scoped_to_a_local_ray(path):
+    assert not token_problems(path), token_problems(path)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_a_silent_node_is_unknown_not_notready(path):
+    assert not silent_node_problems(path), silent_node_problems(path)
+
+
+def lab_code(lab: str) -> str:
+    path = ROOT / "solutions" / lab / f"{lab}.ipynb"
+    return "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+
+
+def test_lab01_ceiling_is_above_every_rate_the_model_allows():
+    """The plotted ceiling is min(N / t_kernel, the driver's fastest trivial rate): no actor ends more
+    than one kernel per t_kernel, no driver issues calls faster than it did trivially. The old
+    'upper bound' N / (t_kernel + t_overhead) sat below what a pipelined driver reaches."""
+    code = lab_code("01_actor_scaling")
+    assert "n / (t + overhead_s)" not in code, "the old 'fully overlapped bound' is back"
+    tree = ast.parse(code)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "ceiling")
+    scope = {"driver_rate": 1000.0}
+    exec(compile(ast.Module([fn], []), "ceiling", "exec"), scope)
+    for n in (1, 2, 4, 8, 16, 64):
+        for t in (0.002, 0.05):
+            c = scope["ceiling"](n, t)
+            assert c == pytest.approx(min(n / t, 1000.0))
+            assert c >= min(n / (t + 1e-3), 1000.0)  # never below the old, too low "upper bound"
+
+
+def test_c3_and_c8_rules_in_the_labs_say_what_the_verdicts_say():
+    lab02 = "".join(s for _, s in markdown_cells(ROOT / "solutions/02_restart_recovery/02_restart_recovery.ipynb"))
+    assert "*reframed*" in lab02 and "refuted" not in lab02
+    lab00 = "".join(s for _, s in markdown_cells(ROOT / "solutions/00_measure/00_measure.ipynb"))
+    assert "*not testable yet*" in lab00

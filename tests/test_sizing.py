@@ -44,3 +44,20 @@ def test_node_detection_is_computed_from_rays_settings():
     d = sizing.node_detection()
     assert d["refused_s"] == d["threshold"] * d["period_s"]
     assert d["timed_out_s"] == d["threshold"] * (d["timeout_s"] + d["period_s"]) > d["refused_s"]
+
+
+DETECT = {"refused_s": 15.0, "timed_out_s": 65.0, "period_s": 3.0, "timeout_s": 10.0, "threshold": 5}
+
+
+def test_the_uptime_says_what_it_counts_and_what_it_leaves_out():
+    """Issue 44: Ray's health check probes the raylet, not the GPU; the GPU-failure case and a
+    replacement's start-up are stated inputs, never silently counted as zero."""
+    cost, notes = sizing.failure_cost(DETECT, 1.4, "lab 02, p50")
+    assert cost == {"detect_s": 65.0, "restart_s": 1.4}
+    assert "the case counted: a lost node" in notes[0]
+    assert "Not counted: a GPU that fails while its raylet lives" in notes[0] and "gpu_failure_detect_s" in notes[0]
+    assert "not counted: scheduling, image pull, a new node" in notes[1]
+    gpu, notes = sizing.failure_cost(DETECT, 1.4, "lab 02, p50", gpu_failure_detect_s=120, replace_s=600)
+    assert gpu == {"detect_s": 120.0, "restart_s": 601.4}
+    assert notes[0].startswith("a stated input, not measured: the GPU-failure case")
+    assert "a stated input: a replacement's scheduling, image pull and node start" in notes[1]

@@ -57,3 +57,70 @@ def test_conclusions_are_drawn_from_the_numbers_not_assumed():
     # lab 04: a localhost rate is not compared with data-centre networks
     link = takeaways.bullets("04_data_affinity", with_("04_data_affinity", link_bytes_per_s=2e9))
     assert any("2,000 MB/s: localhost on this machine, not a data-centre network" in b for b in link)
+
+
+# --- every branch's conclusion follows its numbers (issue 44) ---------------------------------
+
+def bullet(lab, starts, numbers):
+    got = [b for b in takeaways.bullets(lab, numbers) if b.startswith(starts)]
+    assert len(got) == 1, (starts, takeaways.bullets(lab, numbers))
+    return got[0]
+
+
+def test_lab01_call_size_bullet_follows_which_size_won():
+    grew = bullet("01_actor_scaling", "Calls of", with_("01_actor_scaling",
+                  actor_images_per_s_by_batch={"1": 100.0, "64": 3200.0}))
+    assert grew == ("Calls of 64 images gave 32.0× the images/s of calls of 1: the fixed cost of a call is "
+                    "paid once per call.")
+    flat = bullet("01_actor_scaling", "Bigger calls", with_("01_actor_scaling",
+                  actor_images_per_s_by_batch={"1": 900.0, "64": 800.0}))
+    assert "calls of 1 image(s) gave the most, 900 images/s" in flat and "did not dominate" in flat
+
+
+@pytest.mark.parametrize("rebuilt, lost, says", [
+    (["task output"], ["actor call output"], "lineage rebuilt the task output only; it is for task outputs"),
+    (["task output", "actor call output"], [], "nothing was lost in this run, so it did not show"),
+    ([], ["task output"], "lineage did not rebuild even the task output in this run"),
+])
+def test_lab02_lineage_bullet_follows_what_was_rebuilt(rebuilt, lost, says):
+    got = bullet("02_restart_recovery", "After the node loss",
+                 with_("02_restart_recovery", lineage_rebuilt=rebuilt, lineage_lost=lost))
+    assert says in got, got
+    others = {"lineage rebuilt the task output only", "nothing was lost in this run", "did not rebuild even"}
+    assert sum(o in got for o in others) == 1, got
+
+
+@pytest.mark.parametrize("none, quota, says", [
+    (0.4, 0.95, "a difference larger than one wave of kernels (about 17 %): quotas helped the quiet tenants here."),
+    (0.95, 0.4, "quotas cost the quiet tenants here."),
+    (0.85, 0.95, "one wave of kernels moves these ratios by about 17 %, so this run cannot tell the two apart."),
+])
+def test_lab03_isolation_bullet_states_its_resolution(none, quota, says):
+    got = bullet("03_quotas", "Under the flood", with_("03_quotas", isolation_none=none, isolation_quota=quota,
+                                                        isolation_resolution=0.2 / 1.2))
+    assert got.endswith(says), got
+    bare = bullet("03_quotas", "Under the flood", with_("03_quotas", isolation_none=none, isolation_quota=quota))
+    assert "helped" not in bare and "cost" not in bare and "cannot tell" not in bare
+
+
+def test_lab03_enforcement_bullet_says_the_quota_is_voluntary():
+    held = bullet("03_quotas", "Peak GPUs", FULL)
+    assert "no tenant went over; every kernel here asked for its tenant's resource" in held
+    over = bullet("03_quotas", "Peak GPUs", with_("03_quotas", quota_peaks={"a": 9, "b": 4, "c": 4}))
+    assert over.endswith("a went over.") and "no tenant" not in over
+
+
+def test_lab04_bytes_bullet_follows_the_bytes():
+    moved = bullet("04_data_affinity", "Ray itself copied", FULL)
+    assert moved.endswith(": data does move, and Ray moves it.")
+    still = bullet("04_data_affinity", "Ray itself copied", with_("04_data_affinity", cross_node_bytes_naive=0))
+    assert "did not show Ray moving data" in still and "Ray moves it" not in still
+
+
+def test_lab04_tasks_bullet_does_not_assert_the_docs_against_the_numbers():
+    better = bullet("04_data_affinity", "Tasks that take", FULL)
+    assert better == ("Tasks that take the data as arguments kept more of it in place than naive actors "
+                      "(0.90 vs 0.25): Ray places tasks, not actors, by their data.")
+    worse = bullet("04_data_affinity", "Tasks that take", with_("04_data_affinity", locality_fraction_tasks=0.2))
+    assert "kept no more of it in place than naive actors (0.20 vs 0.25)" in worse
+    assert "did not show the documented preference" in worse and "Ray places tasks" not in worse

@@ -59,6 +59,19 @@ def test_c3_follows_the_measured_p50():
     assert "not reproduced" in edge.verdict  # the rule: within 2× of 30 ms, i.e. ≤ 60 ms
 
 
+def test_c3_kubernetes_half_is_reframed_not_refuted():
+    """No documented number contradicts "~200 ms": the pages show another mechanism (issue 44)."""
+    for numbers in (FULL, {}):
+        r = verdicts.c3(numbers)
+        assert "Kubernetes half: documented — reframed" in r.verdict, r.verdict
+        assert "refuted" not in r.verdict, r.verdict
+        assert "restart in place" in r.verdict and "p99 ≤ 5 s" in r.verdict
+    r = verdicts.c3(FULL)
+    assert "KubeRay deletes and recreates a Ray pod whose restartPolicy is Never" in r.docs
+    assert "Ready=Unknown" in r.docs and "out-of-service" in r.docs
+    assert "`slos/slos.md`" in r.source and "shouldDeletePod" in r.source
+
+
 def test_two_result_files_give_two_verdicts(tmp_path):
     """The issue's acceptance test: the same code, two learners' files, different verdicts."""
     a, b = tmp_path / "a", tmp_path / "b"
@@ -111,6 +124,7 @@ def test_c5_follows_the_overhead_and_enforcement():
     costly = verdicts.c5(with_("03_quotas", quota_throughput_ratio=0.85, quota_peaks={"a": 9, "b": 4, "c": 4}))
     assert "overhead consistent" in costly.verdict and "a tenant went over its quota" in costly.verdict
     assert "not admission control" in free.docs
+    assert "a placement group binds only the tasks sent into it" in free.docs  # voluntary too (issue 44)
 
 
 def test_c5_says_when_one_run_cannot_resolve_the_claimed_overhead():
@@ -138,12 +152,24 @@ def test_c6_and_c7_follow_the_bytes_moved():
 def test_c8_uses_the_capstone_else_lab00():
     from_lab00 = verdicts.c8(FULL)
     assert "lab 00's kernel" in from_lab00.yours and "7,000 images/s at 64×64 px" in from_lab00.yours
-    assert from_lab00.verdict.startswith("holds here (compute only): 140× the 50 images/s per GPU")
+    assert from_lab00.verdict.startswith("not testable yet — needs the capstone's end-to-end numbers (run lab 05)")
+    assert "compute only, 140× the 50 images/s per GPU" in from_lab00.verdict
     slow = {**FULL, "05_capstone": {"pipeline_images_per_s": 120.0, "devices": 4}}
     r = verdicts.c8(slow)
     assert "30 per device" in r.yours and r.verdict.startswith("not reproduced (end to end): 0.60×")
-    assert verdicts.c8({"00_measure": {"best_images_per_s": 40.0}}).verdict.startswith("not reproduced")
+    fast = verdicts.c8({**FULL, "05_capstone": {"pipeline_images_per_s": 400.0, "devices": 2}})
+    assert fast.verdict.startswith("holds here (end to end): 4× the 50 images/s per GPU")
+    assert verdicts.c8({"00_measure": {"best_images_per_s": 40.0}}).verdict.startswith("not testable yet")
     assert "run lab 00" in verdicts.c8({}).yours
+
+
+@pytest.mark.parametrize("lab00", [{"best_images_per_s": 40.0}, {"best_images_per_s": 1e6},
+                                   {"kernel_images_per_s": {"1": 10.0, "256": 9e5}}])
+def test_c8_never_decides_on_lab00_alone(lab00):
+    """Lab 00's kernel rate is compute only: a verdict either way needs the capstone's pipeline."""
+    r = verdicts.c8({"00_measure": lab00})
+    assert r.verdict.startswith("not testable yet") and "measured so far" in r.verdict
+    assert "holds" not in r.verdict and "not reproduced" not in r.verdict
 
 
 def test_for_lab_picks_the_lab_claims():
