@@ -44,6 +44,16 @@ void normalize_blur3x3(const unsigned char* img, float* out, const int n, const 
 }
 """
 
+# How blur_cupy launches it: one thread per pixel, THREADS_PER_BLOCK to a block, no shared memory.
+# tests/test_nvrtc.py checks these against each GPU architecture's limits.
+KERNEL_NAME = "normalize_blur3x3"
+THREADS_PER_BLOCK = 256
+SHARED_MEMORY_BYTES = 0
+
+# Every CUDA source the kit ships, by kernel name: tests/test_nvrtc.py compiles each with NVRTC
+# for the architectures learners meet, on a machine without a GPU.
+CUDA_SOURCES = {KERNEL_NAME: BLUR_SOURCE}
+
 _compiled = None
 
 
@@ -74,8 +84,23 @@ def _kernel():
     if _compiled is None:
         import cupy
 
-        _compiled = cupy.RawKernel(BLUR_SOURCE, "normalize_blur3x3")
+        _compiled = cupy.RawKernel(BLUR_SOURCE, KERNEL_NAME)
     return _compiled
+
+
+def launch_config(n: int, h: int, w: int) -> tuple[tuple[int], tuple[int], int]:
+    """(grid, block, shared memory bytes) of the kernel for a (n, h, w) batch: one thread per pixel."""
+    total = int(n) * int(h) * int(w)
+    return ((total + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK,), (THREADS_PER_BLOCK,), SHARED_MEMORY_BYTES
+
+
+def scalar_args(n: int, h: int, w: int) -> tuple:
+    """The kernel's scalar arguments, typed as its C signature wants (``int`` x 3, ``float``).
+
+    CuPy passes a Python ``int`` as a 64-bit integer, which a C ``int`` parameter would misread,
+    so each is a NumPy scalar of the exact width.
+    """
+    return np.int32(n), np.int32(h), np.int32(w), SCALE
 
 
 def blur_cupy(images):
@@ -85,10 +110,8 @@ def blur_cupy(images):
     images = cupy.ascontiguousarray(images, dtype=cupy.uint8)
     n, h, w = images.shape
     out = cupy.empty(images.shape, dtype=cupy.float32)
-    total = n * h * w
-    threads = 256
-    blocks = (total + threads - 1) // threads
-    _kernel()((blocks,), (threads,), (images, out, np.int32(n), np.int32(h), np.int32(w), SCALE))
+    grid, block, shared = launch_config(n, h, w)
+    _kernel()(grid, block, (images, out, *scalar_args(n, h, w)), shared_mem=shared)
     return out
 
 
