@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +181,37 @@ def test_a_calibration_copys_report_is_found_among_what_its_workers_printed():
     assert _report(out) == {"runs": 2, "checks": [{"separates": True}]}
     with pytest.raises(ValueError):
         _report("(raylet) the copy died before its report\n")
+
+
+@pytest.mark.grading
+def test_the_outer_ray_of_grade_workers_runs_at_low_priority_and_the_driver_does_not():
+    """``grade --workers N``'s own Ray is pinned to no slot: started at nice 19 (its processes and
+    the workers it starts later inherit it), it runs on what the slots leave, not inside their
+    timed windows; the driver is back at its own priority after (autograder/grader/pool.py)."""
+    import ray
+
+    from autograder.grader import pool
+
+    if os.geteuid() != 0:
+        pytest.skip("only root may lower a priority and raise it again")
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    pool.start(1, None)
+    try:
+        worker = ray.get(ray.remote(num_cpus=0)(lambda: os.getpid()).remote())  # pickled by value
+        daemons = [pid for pid in processes.descendants() if b"raylet" in _command(pid) or b"gcs_server" in _command(pid)]
+        assert len(daemons) >= 2 and all(_nice(pid) == pool.LOW_NICE for pid in daemons), daemons
+        assert _nice(worker) == pool.LOW_NICE
+        assert os.getpriority(os.PRIO_PROCESS, 0) == before
+    finally:
+        ray.shutdown()
+
+
+def _command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return b""
+
+
+def _nice(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])

@@ -137,6 +137,10 @@ def main(root: Path) -> None:
     seed.handed(job.seed)
     cores = slot.cores
     os.sched_setaffinity(0, cores)
+    try:  # started by the outer Ray at low priority (autograder.grader.pool.low_priority): the slot's own work is not
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except PermissionError:  # not root: every slot stays at the same low priority
+        pass
     _enter_group(slot)
     sys.dont_write_bytecode = True
     scratch = root / "course"
