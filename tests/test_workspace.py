@@ -60,3 +60,18 @@ def test_a_mount_whose_grader_died_is_detached_by_the_next_grading(space):
 def test_a_mount_of_a_running_grader_is_left_alone(space):
     workspace.sweep()
     assert space.path.is_dir() and str(space.path) in Path("/proc/self/mounts").read_text()
+
+
+def test_the_reference_s_folder_is_a_tmpfs_of_its_own_inside_the_grading_s(space):
+    """Where the reference has a Ray of its own, its folder gets the same cap, apart: filling the
+    submission's folder leaves the reference's room untouched, and detaching the outer folder
+    detaches both."""
+    inner = workspace.make(cap_bytes=8 * 2**20, at=space.path / "reference")
+    assert inner.capped and inner.path.is_dir()
+    with pytest.raises(OSError):
+        _fill(space.path, 64 * 2**20)
+    assert inner.used_bytes() < 2**20
+    assert _fill(inner.path, 4 * 2**20) == 4 * 2**20
+    space.close()
+    mounts = Path("/proc/self/mounts").read_text()
+    assert str(space.path) not in mounts and str(inner.path) not in mounts

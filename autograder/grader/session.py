@@ -57,6 +57,7 @@ class Session:
         self._pause = None  # how: "freeze" or "idle" (autograder.labs.pauses_learner)
         self._preparer = None  # the one thread that runs grader-side start-ups in the background (prepare)
         self._preparing: list = []  # their futures
+        self._reference_space = None  # the reference's own work folder, where it has a Ray of its own (sandboxed)
 
     def attach(self, learner: Learner) -> None:
         """Make ``learner`` the side the checks call: each call's deadline is this session's
@@ -92,6 +93,7 @@ class Session:
         (:func:`~autograder.labs.pauses_learner`).
         """
         from ..labs import needs_ray, own_reference_ray, pauses_learner
+        from . import workspace
         from .reference_process import ReferenceProcess
         from .sandbox import REFERENCE_UID
 
@@ -103,8 +105,8 @@ class Session:
             self._process = ReferenceProcess(self.lab, ray=True, sandbox_dir=sandbox_dir, share=share,
                                              cgroup=learner_side)
             return dict(self._process.ray_env)
-        own = sandbox_dir / "reference"
-        own.mkdir(mode=0o755)
+        self._reference_space = workspace.make(at=sandbox_dir / "reference")  # a cap of its own, the same size
+        own = self._reference_space.path
         self._start_reference = functools.partial(ReferenceProcess, self.lab, ray=True, sandbox_dir=own,
                                                   cgroup=group.reference_procs if group else (), uid=REFERENCE_UID)
         self._pause = pauses_learner(self.lab)
@@ -131,6 +133,9 @@ class Session:
         if self._preparer is not None:  # after the processes it started: they die with its thread
             self._preparer.shutdown()
             self._preparer = None
+        if self._reference_space is not None:
+            self._reference_space.close()
+            self._reference_space = None
 
     @property
     def reference(self) -> Learner:

@@ -15,6 +15,11 @@ process that wrote them -- the submission's, under its memory cap. It is unmount
 grading ends; a grader killed half-way leaves its mount, which the next :func:`make` detaches
 (each mount names its grader's pid). Where no tmpfs can be mounted (no privilege), the folder is
 a plain one, and :attr:`Workspace.capped` says so.
+
+Where the reference has a Ray of its own, that Ray's folder is a second tmpfs inside the first,
+with the same cap (:meth:`Session.start <autograder.grader.session.Session.start>`): the two sides
+get the same room, and a submission that fills its own cannot make the reference's Ray fail to
+write its logs in the reference's timed turns.
 """
 
 from __future__ import annotations
@@ -67,10 +72,15 @@ class Workspace:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def make(cap_bytes: int = CAP_BYTES) -> Workspace:
-    """A new work folder in ``TMPDIR``: a tmpfs capped at ``cap_bytes`` where one can be mounted."""
-    sweep()
-    path = Path(tempfile.mkdtemp(prefix=PREFIX))
+def make(cap_bytes: int = CAP_BYTES, *, at: Path | None = None) -> Workspace:
+    """A new work folder in ``TMPDIR`` (or the new folder ``at``): a tmpfs capped at ``cap_bytes``
+    where one can be mounted."""
+    if at is None:
+        sweep()
+        path = Path(tempfile.mkdtemp(prefix=PREFIX))
+    else:
+        path = Path(at)
+        path.mkdir(mode=0o700)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={cap_bytes},mode=0755,nosuid,nodev",
                               "autograder-work", str(path)], capture_output=True).returncode == 0
     os.chmod(path, 0o755)  # sandboxes pass through it to their own folders inside
