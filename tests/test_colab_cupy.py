@@ -19,9 +19,8 @@ import pytest
 
 from autograder import colab
 from course import backend
+from test_colab import FREEZE, ROOT, _pins as colab_pins
 
-ROOT = Path(__file__).resolve().parents[1]
-FREEZE = ROOT.parent / "shared" / "colab" / "pip-freeze.gpu.txt"
 # The preinstalled packages the setup cell does upgrade on Colab, and why (found by this resolution:
 # with these held too, pip reports the conflict named). Neither is under CuPy or the kernel stack.
 UPGRADES = {"aiohttp": "ray[default] 2.60 needs aiohttp>=3.14.4; Colab pins 3.14.3",
@@ -29,15 +28,10 @@ UPGRADES = {"aiohttp": "ray[default] 2.60 needs aiohttp>=3.14.4; Colab pins 3.14
 
 
 def _pins() -> dict[str, str]:
-    """Colab's ``name==version`` pins, names normalised."""
+    """Colab's ``name==version`` pins, names normalised (tests/test_colab.py reads them)."""
     if not FREEZE.exists():
         pytest.skip("no ../shared/colab here")
-    pins = {}
-    for line in FREEZE.read_text().splitlines():
-        name, sep, version = line.partition("==")
-        if sep and "@" not in line:
-            pins[name.strip().lower().replace("_", "-")] = version.strip()
-    return pins
+    return colab_pins()
 
 
 def _base() -> list[str]:
