@@ -177,6 +177,9 @@ def finish(book: Book, name: str, now: float, *, score: float | None = None, max
         out[name] = replace(e, state=QUEUED, message=f"the grader could not grade it this time ({error[:200]}); "
                                                      "it is queued again")
         return out
+    if error and RETRY_MARK in error:
+        error = (f"the grader failed {e.attempts} times to grade this submission ({error.replace(RETRY_MARK, '')}"
+                 f"); it was not graded: tell your instructor")
     out[name] = replace(e, state=FAILED if error and score is None else GRADED, finished=now, seconds=seconds,
                         score=score, max_score=max_score, message=message or error)
     return out
