@@ -317,6 +317,8 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
     if not (course / "nbgrader_config.py").exists():
         raise SetupError(f"{course} is not an nbgrader course (no nbgrader_config.py)")
     exchange.place(course)  # a course id, before anything starts
+    owner = exchange.settings(course).CollectApp.get("check_owner", True)  # nbgrader's own setting, as collect's
+    options = replace(options, check_owner=bool(owner))
     side_by_side = cohort.preflight(set(intake.roster(course).labs), sandboxed, workers, ray_address)
     limits["sandboxed"] = sandboxed
     slots = 1
