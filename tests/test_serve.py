@@ -204,6 +204,8 @@ def test_bad_submissions_get_a_message_and_the_service_keeps_going(course, capsy
     }
     with open(inbound / bad["huge"] / "big.bin", "wb") as f:  # 60 MB, sparse: nothing written
         f.truncate(60 * 2**20)
+    bad["a link"] = _inbound(course, "cat", "01_actor_scaling", "09:00:07", b"{}", name="notes.txt")
+    (inbound / bad["a link"] / "01_actor_scaling.ipynb").symlink_to(course / "gradebook.db")
     arriving = _inbound(course, "cat", "01_actor_scaling", "09:00:06", secret=False)
     stub = Stub(broken="ann")
     service = _service(course, stub)
@@ -215,7 +217,8 @@ def test_bad_submissions_get_a_message_and_the_service_keeps_going(course, capsy
                 "huge": "your submission is 60 MB, over this course's limit of 50 MB",
                 "not on the roster": "you (mallory) are not on this course's roster",
                 "no notebook": "has no 01_actor_scaling.ipynb (it holds: answers.txt)",
-                "unknown lab": "this course has no lab '99_nope'"}
+                "unknown lab": "this course has no lab '99_nope'",
+                "a link": "holds a link or special file (01_actor_scaling.ipynb)"}
     for what, name in bad.items():
         assert book[name].state == sq.REFUSED and expected[what] in book[name].message, (what, book[name].message)
         assert "not graded" in book[name].message
@@ -271,8 +274,10 @@ def test_collect_takes_the_claimed_submission_and_feedback_goes_in_nbgrader_s_pa
     where = exchange.place(course)
     old = _inbound(course, "ann", LAB, "10:00:00", b'{"cells": []}')
     _inbound(course, "ann", LAB, "10:00:01")
+    (where.inbound / old / "other.ipynb").symlink_to(course / "gradebook.db")  # put there after intake
     dest = exchange.collect(course, where, exchange.parse(old))
     assert (dest / f"{LAB}.ipynb").read_bytes() == b'{"cells": []}' and (dest / "submission_secret.txt").exists()
+    assert (dest / "other.ipynb").is_symlink()  # copied as a link, never followed: the scratch course drops it
     item = exchange.parse("a+b+c+d+2026-05-01 10:00:00 UTC+xyz")
     assert (item.student, item.assignment) == ("a+b+c", "d")
     page = exchange.with_section(exchange.with_section("<html><body class=x><p>nb</p></body>", "ONE"), "TWO")

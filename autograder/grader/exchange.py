@@ -127,12 +127,15 @@ def folder(where: Place, item: Inbound) -> Path:
 
 def collect(course: Path, where: Place, item: Inbound) -> Path:
     """Copy exactly this submission into ``submitted/<student>/<assignment>/``, replacing what
-    was collected before, with nbgrader's collect's own copy (its ``CourseDirectory.ignore``,
-    ``include``, ``max_file_size`` and ``max_dir_size`` hold). ``nbgrader collect`` itself
+    was collected before, with nbgrader's collect's own filter (its ``CourseDirectory.ignore``,
+    ``include`` and ``max_file_size`` hold; intake has refused a submission over the service's
+    size limit). Unlike nbgrader's copy, a link is copied as a link, never followed: the inbound
+    folder is writable by others (nbgrader makes it 0777), and a link to another student's work
+    or the grader's files must not become a file of this submission. ``nbgrader collect`` itself
     takes each student's *latest* submission, which may be newer than the one the service
     claimed: this takes the one claimed, so the grade recorded is that submission's."""
     from nbgrader.coursedir import CourseDirectory
-    from nbgrader.exchange.default.collect import ExchangeCollect
+    from nbgrader.utils import ignore_patterns
 
     config = settings(course)
     coursedir = CourseDirectory(config=config, root=str(course))
@@ -142,7 +145,9 @@ def collect(course: Path, where: Place, item: Inbound) -> Path:
     elif dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    ExchangeCollect(coursedir=coursedir, authenticator=None, config=config).do_copy(str(folder(where, item)), str(dest))
+    shutil.copytree(folder(where, item), dest, symlinks=True,  # a link stays a link: the scratch course drops it
+                    ignore=ignore_patterns(exclude=coursedir.ignore, include=coursedir.include,
+                                           max_file_size=coursedir.max_file_size, log=coursedir.log))
     return dest
 
 

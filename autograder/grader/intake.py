@@ -3,7 +3,8 @@
 A submission that arrives through the exchange is read here, as files, by the grader's
 process; nothing of it runs. It is refused -- not graded, not counted against the student's
 rate limit -- when its student is not on the course's roster, its lab is not the course's, it
-is larger than the service's limit (checked before any file is read), it holds no notebook
+holds a link or a special file (a link to another student's work or to the grader's files
+would be read as this submission's), it is larger than the service's limit (checked before any file is read), it holds no notebook
 of the lab's name, that notebook does not parse, or it holds none of the lab's own cells
 (another lab's notebook under this lab's name). Each message says what was found and what
 to do.
@@ -69,6 +70,10 @@ def problem(folder: Path, student: str, lab: str, course: Course, max_bytes: flo
                 "ask your instructor to add you, then submit again")
     if lab not in course.labs:
         return f"this course has no lab {lab!r}, so your submission was not graded"
+    odd = [p for p in folder.rglob("*") if p.is_symlink() or not (p.is_dir() or p.is_file())]
+    if odd:
+        return (f"your submission holds a link or special file ({odd[0].relative_to(folder)}), so it was not "
+                "graded; submit the notebook itself")
     got = size(folder)
     if got > max_bytes:
         return (f"your submission is {got / 2**20:.0f} MB, over this course's limit of {max_bytes / 2**20:.0f} MB, "

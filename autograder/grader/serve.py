@@ -163,7 +163,10 @@ class Service:
     def run(self, once: bool = False) -> int:
         """Admit and grade until stopped (SIGTERM or Ctrl-C); ``once``: until nothing is left."""
         while True:
-            self.admit()
+            try:
+                self.admit()
+            except OSError as exc:  # the exchange unreadable for a moment (a mount, permissions): try again
+                log(f"could not read the exchange: {type(exc).__name__}: {exc}")
             if self.step():
                 continue
             if once:
