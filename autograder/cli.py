@@ -1,4 +1,4 @@
-"""Command line: ``python -m autograder check | grade | report | release | colab | calibrate``.
+"""Command line: ``python -m autograder check | grade | serve | report | release | colab | calibrate``.
 
 Exit codes: 0 graded (whatever the score); 1 grading itself failed for a notebook or for
 at least one submission (the report and CSV say which and why); 2 usage or set-up error.
@@ -51,6 +51,26 @@ def parser() -> argparse.ArgumentParser:
                       help="grade in the grading slots of the Ray cluster at ADDRESS (docs: instructors/cluster)")
     limits(g)
 
+    v = sub.add_parser("serve", help="grade each submission as it arrives in nbgrader's exchange, and release "
+                       "its feedback (docs: instructors/serve)")
+    v.add_argument("course_dir", type=Path)
+    v.add_argument("--status", metavar="STUDENT", help="print STUDENT's own submissions (queue place, estimated wait, "
+                   "result or why not graded) and exit")
+    v.add_argument("--json", action="store_true", help="with --status: print JSON instead of text")
+    v.add_argument("--once", action="store_true", help="grade what is there, then exit (tests, cron)")
+    v.add_argument("--poll", type=float, default=10.0, metavar="S",
+                   help="seconds between looks at the exchange (default %(default)s)")
+    v.add_argument("--rate", default="5/24", metavar="N/HOURS",
+                   help="at most N gradings of one student's lab in any HOURS (default %(default)s)")
+    v.add_argument("--max-mb", type=float, default=50.0, metavar="MB",
+                   help="a larger submission is refused before grading (default %(default)s)")
+    v.add_argument("--unsandboxed", action="store_true",
+                   help="grade without the OS sandbox where none can be made")
+    vside = v.add_mutually_exclusive_group()
+    vside.add_argument("--workers", type=int, metavar="N", help="grade N submissions side by side on this machine")
+    vside.add_argument("--ray", metavar="ADDRESS", help="grade in the grading slots of the Ray cluster at ADDRESS")
+    limits(v)
+
     h = sub.add_parser("report", help="write the cohort report (HTML) from what grade recorded")
     h.add_argument("course_dir", type=Path)
     h.add_argument("--out", type=Path, help="where to write it (default COURSE_DIR/cohort-report.html)")
@@ -75,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     lim = {}
-    if args.command in ("check", "grade"):
+    if args.command in ("check", "grade", "serve"):
         lim = {"cell_timeout_s": args.cell_timeout, "timeout_s": args.timeout, "memory_limit_gib": args.memory_limit}
     try:
         if args.command == "check":
@@ -83,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
 
             return selfcheck.run(args.notebook, args.lab, as_json=args.json, verbose=args.verbose,
                                  unsandboxed=args.unsandboxed, **lim)
-        if args.command in ("grade", "calibrate", "release", "colab"):
+        if args.command == "serve" and args.status:
+            from .grader import serve
+
+            return serve.print_status(args.course_dir, args.status, as_json=args.json)
+        if args.command in ("grade", "serve", "calibrate", "release", "colab"):
             from .selfcheck import answer_keys
 
             if not answer_keys():
@@ -94,6 +118,17 @@ def main(argv: list[str] | None = None) -> int:
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, sandboxed=not args.unsandboxed,
                               regrade=args.regrade, workers=args.workers, ray_address=args.ray, **lim)
+        if args.command == "serve":
+            from .grader import serve
+            from .grader.submission_queue import Rate
+
+            try:
+                rate = Rate.parse(args.rate)
+            except ValueError as exc:
+                raise SetupError(f"--rate: {exc}") from None
+            options = serve.Options(rate=rate, max_bytes=args.max_mb * 2**20, poll_s=args.poll)
+            return serve.main(args.course_dir, workers=args.workers, ray_address=args.ray, once=args.once,
+                              sandboxed=not args.unsandboxed, options=options, **lim)
         if args.command == "report":
             from .grader import cohort_report
 

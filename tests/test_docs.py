@@ -32,7 +32,7 @@ def test_a_stale_page_is_named(tmp_path):
 def test_the_cli_reference_names_every_command_and_option():
     page = docs.cli_page()
     commands = docs._subparsers(cli.parser())
-    assert set(commands) == {"check", "grade", "report", "release", "colab", "calibrate"}
+    assert set(commands) == {"check", "grade", "serve", "report", "release", "colab", "calibrate"}
     for name, (sp, _) in commands.items():
         assert f"## `{name}` {{#{name}}}" in page
         for action in sp._actions:

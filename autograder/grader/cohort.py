@@ -134,6 +134,31 @@ def _no_bytecode():
             os.environ["PYTHONDONTWRITEBYTECODE"] = before[1]
 
 
+def preflight(labs: set[str], sandboxed: bool, workers: int | None, ray_address: str | None) -> bool:
+    """Refuse what ``grade`` (and ``serve``) must not do: grade without a sandbox unless told to,
+    side by side without one, or side by side where ``calibrate`` has not shown the tiers still
+    separate (:mod:`autograder.grader.fair_timing`). Whether grading runs side by side."""
+    from . import sandbox
+
+    side_by_side = bool(ray_address) or (workers or 1) > 1
+    if sandboxed and (why := sandbox.unavailable()):
+        raise SetupError(f"grade runs every submission in a sandbox, and none can be made here: {why}. "
+                         "Pass --unsandboxed to grade without one (grades.csv then says sandbox=none)")
+    if side_by_side and not sandboxed:
+        raise SetupError("--workers and --ray grade in sandboxes only: without one, gradings side by side "
+                         "share the network ports of their Rays and each other's files")
+    if not sandboxed:
+        print("warning: grading without a sandbox: learner code runs as you, with your files and processes in reach")
+    if side_by_side and workers:
+        from . import fair_timing
+
+        fair, found = fair_timing.allowed(workers, labs)
+        if not fair:
+            raise SetupError(found)
+        print(found)
+    return side_by_side
+
+
 def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None,
         sandboxed: bool = True, regrade: bool = False, workers: int | None = None, ray_address: str | None = None,
         **limits) -> int:
@@ -147,27 +172,12 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     that many grading slots) or ``ray_address`` (a cluster's) grade side by side
     (:mod:`autograder.grader.pool`); this process still writes every grade.
     """
-    from . import cohort_report, feedback, resume, sandbox
+    from . import cohort_report, feedback, resume
 
     began = time.monotonic()
     course = Path(course).resolve()
     pairs = submissions(course, assignment)
-    side_by_side = bool(ray_address) or (workers or 1) > 1
-    if sandboxed and (why := sandbox.unavailable()):
-        raise SetupError(f"grade runs every submission in a sandbox, and none can be made here: {why}. "
-                         "Pass --unsandboxed to grade without one (grades.csv then says sandbox=none)")
-    if side_by_side and not sandboxed:
-        raise SetupError("--workers and --ray grade in sandboxes only: without one, gradings side by side "
-                         "share the network ports of their Rays and each other's files")
-    if not sandboxed:
-        print("warning: grading without a sandbox: learner code runs as you, with your files and processes in reach")
-    if side_by_side and workers:
-        from . import fair_timing
-
-        fair, found = fair_timing.allowed(workers, {a for _, a in pairs})
-        if not fair:
-            raise SetupError(found)
-        print(found)
+    side_by_side = preflight({a for _, a in pairs}, sandboxed, workers, ray_address)
     limits["sandboxed"] = sandboxed
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)

@@ -22,8 +22,8 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto
          ".SKIP{color:#555}small{color:#555}")
 
 
-def page(o: Outcome, what: dict[str, str]) -> str:
-    """The feedback page of one submission, as HTML."""
+def body(o: Outcome, what: dict[str, str]) -> str:
+    """The verdicts of one submission as an HTML fragment: the score, notes, one row per check."""
     e = html.escape
     rows = "".join(
         f"<tr><td class={mark(r)}>{mark(r)}</td><td><b>{e(r.name)}</b><br><small>{e(what.get(r.name, ''))}</small></td>"
@@ -38,15 +38,32 @@ def page(o: Outcome, what: dict[str, str]) -> str:
         notes.append("Cells that raised an error while the notebook ran (often why a check failed): "
                      + "; ".join(e(c) for c in o.cell_errors[:5]))
     score = o.score - o.late_penalty
-    return (f"<!doctype html><html><head><meta charset=utf-8><title>{e(o.assignment)}: feedback for "
-            f"{e(o.student)}</title><style>{STYLE}</style></head><body>"
-            f"<h1>{e(o.assignment)}</h1><p>Feedback for <b>{e(o.student)}</b>: "
+    return (f"<h1>{e(o.assignment)}</h1><p>Feedback for <b>{e(o.student)}</b>: "
             f"<b>{score:g}/{o.max_score:g}</b> points.</p>"
             + "".join(f"<p>{n}</p>" for n in notes)
             + "<p>The grader ran your code itself, on its own inputs, and timed it against the reference "
             "with its own clock; each line says what it measured and what it expected.</p>"
-            f"<table><tr><th></th><th>check</th><th>points</th><th>what the grader found</th></tr>{rows}</table>"
-            "</body></html>")
+            f"<table><tr><th></th><th>check</th><th>points</th><th>what the grader found</th></tr>{rows}</table>")
+
+
+def page(o: Outcome, what: dict[str, str]) -> str:
+    """The feedback page of one submission, as HTML."""
+    e = html.escape
+    return (f"<!doctype html><html><head><meta charset=utf-8><title>{e(o.assignment)}: feedback for "
+            f"{e(o.student)}</title><style>{STYLE}</style></head><body>{body(o, what)}</body></html>")
+
+
+SECTION_ID = "autograder-feedback"
+
+
+def section(o: Outcome, what: dict[str, str]) -> str:
+    """The verdicts as a section to put inside another page (nbgrader's feedback page, which
+    is what a student's ``fetch_feedback`` brings): the page's style, scoped to the section."""
+    rules = [rule.split("{", 1) for rule in STYLE.split("}") if rule and not rule.startswith("body")]
+    scoped = "".join(",".join(f"#{SECTION_ID} {sel}" for sel in sels.split(",")) + "{" + decls + "}"
+                     for sels, decls in rules)
+    return (f"<section id={SECTION_ID} style=\"font-family:system-ui,sans-serif;max-width:52rem;margin:1rem auto;"
+            f"padding:1rem;border:2px solid #333\"><style>{scoped}</style>{body(o, what)}</section>")
 
 
 def write(course: Path, o: Outcome, what: dict[str, str]) -> Path | None:

@@ -46,6 +46,9 @@ def template(course: Path) -> bytes:
 
 
 SUBMITTED = ("*.ipynb", "timestamp.txt")  # what a scratch course takes of a submission
+# nbgrader's submit writes it next to the notebook; not the learner's work, never shown to its kernel,
+# and not reported as left out (release_feedback reads it from the course: autograder.grader.exchange)
+SECRET = "submission_secret.txt"
 
 
 def make(course: Path, student: str, assignment: str, gradebook: bytes, root: Path) -> tuple[Path, list[str]]:
@@ -61,7 +64,8 @@ def make(course: Path, student: str, assignment: str, gradebook: bytes, root: Pa
     taken = {p for pattern in SUBMITTED for p in src.glob(pattern) if _regular(p)}
     for p in taken:
         shutil.copyfile(p, dst / p.name)
-    left = sorted(str(p.relative_to(src)) for p in src.rglob("*") if p not in taken and not p.is_dir())
+    left = sorted(str(p.relative_to(src)) for p in src.rglob("*")
+                  if p not in taken and not p.is_dir() and p != src / SECRET)
     return scratch, left
 
 

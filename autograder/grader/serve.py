@@ -1,0 +1,356 @@
+"""``python -m autograder serve COURSE``: grade each submission as it arrives in nbgrader's exchange.
+
+A loop, in one process (the one writer of the gradebook, as in ``grade``):
+
+1. find new submissions in the exchange's inbound folder (:mod:`autograder.grader.exchange`)
+   and enter them in the queue (:mod:`autograder.grader.submission_queue`), refusing those
+   intake turns away (:mod:`autograder.grader.intake`) and those over the rate limit;
+2. claim the next ones in fair order, as many as there are grading slots;
+3. collect each into ``submitted/`` and grade it exactly as ``grade`` does
+   (:func:`autograder.grader.cohort.grade_one`, or the slots of ``--workers``/``--ray``:
+   :mod:`autograder.grader.pool`), late penalties and all;
+4. write the kit's feedback page, then nbgrader's (``generate_feedback``) with the grader's
+   verdicts at its top, and release it for that student (``release_feedback``);
+5. record the result; the student's ``fetch_feedback`` brings the page, and
+   ``serve COURSE --status STUDENT`` shows their entries.
+
+The queue is saved after every step, so a killed service, started again, grades what it had
+claimed from the start and never grades a finished one again. A submission whose handling
+raises costs only that submission: it is recorded as failed, with the reason, and the loop
+goes on.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..report import Outcome
+from . import exchange, intake
+from . import submission_queue as sq
+from .nbgrader_run import SetupError
+
+DEFAULT_POLL_S = 10.0
+ARRIVING_GRACE_S = 600.0  # an inbound folder without nbgrader's secret this long never finished arriving
+
+Grade = Callable[[list[tuple[str, str]]], Iterable[Outcome]]  # (student, lab) pairs -> their outcomes
+Release = Callable[[Outcome], str]  # an outcome's feedback handed out; a note for the student ("" when all went well)
+
+
+@dataclass(frozen=True)
+class Options:
+    """How the service runs: its slots, limits and pace."""
+
+    slots: int = 1
+    rate: sq.Rate = field(default_factory=sq.Rate)
+    max_bytes: float = intake.DEFAULT_MAX_MB * 2**20
+    poll_s: float = DEFAULT_POLL_S
+    check_owner: bool = True  # as nbgrader's CollectApp.check_owner: the folder's owner must be its student
+
+
+def log(line: str) -> None:
+    """One line of the service's own log (stdout), with the time."""
+    print(time.strftime("%Y-%m-%d %H:%M:%S ") + line, flush=True)
+
+
+class Service:
+    """The grading service of one course: its queue on disk, its grading and its feedback."""
+
+    def __init__(self, course: Path, grade: Grade, release: Release, options: Options = Options(),
+                 clock: Callable[[], float] = time.time):
+        self.course = Path(course).resolve()
+        self.where = exchange.place(self.course)
+        self.grade, self.release, self.options, self.clock = grade, release, options, clock
+        self.store = sq.Store(self.course)
+        book, _ = self.store.load()
+        self.book = sq.recover(book)
+        self._save()
+
+    def _save(self) -> None:
+        self.store.save(self.book, {"slots": self.options.slots})
+
+    def admit(self) -> int:
+        """Enter every new complete submission in the queue; how many were new."""
+        complete, arriving = exchange.scan(self.where)
+        new = [i for i in complete if i.name not in self.book]
+        now = self.clock()
+        stale = [i for i in arriving if i.name not in self.book and _age(exchange.folder(self.where, i), now)
+                 > ARRIVING_GRACE_S]
+        if not new and not stale:
+            return 0
+        course = intake.roster(self.course)
+        for item in new:
+            why = self._problem(item, course)
+            self.book = sq.admit(self.book, item.name, item.student, item.assignment, item.timestamp, item.when, now,
+                                 self.options.rate, why)
+            e = self.book[item.name]
+            log(f"{e.student} {e.lab} ({e.submitted}): {e.state}" + (f" -- {e.message}" if e.message else ""))
+        for item in stale:
+            self.book = sq.admit(self.book, item.name, item.student, item.assignment, item.timestamp, item.when, now,
+                                 self.options.rate, "your submission never finished arriving (nbgrader's submit did "
+                                 "not complete), so it was not graded; submit again")
+        self._save()
+        return len(new) + len(stale)
+
+    def _problem(self, item: exchange.Inbound, course: intake.Course) -> str | None:
+        """Why intake refuses this submission (``None``: it may be graded); never raises."""
+        folder = exchange.folder(self.where, item)
+        try:
+            if self.options.check_owner and (owner := _owner(folder)) not in (item.student, None):
+                return (f"this submission names you ({item.student}) but was made by {owner}, so it was not graded; "
+                        "your instructor can see it")
+            return intake.problem(folder, item.student, item.assignment, course, self.options.max_bytes)
+        except OSError as exc:
+            return f"your submission could not be read ({type(exc).__name__}: {exc}), so it was not graded"
+
+    def step(self) -> int:
+        """Claim, collect, grade and release the next submissions; how many were handled."""
+        self.book, claimed = sq.claim(self.book, self.options.slots, self.clock())
+        if not claimed:
+            return 0
+        self._save()
+        ready = []
+        for e in claimed:
+            try:
+                exchange.collect(self.course, self.where, exchange.parse(e.name))
+                ready.append(e)
+            except Exception as exc:  # costs only this submission
+                self._finish(e, error=f"the submission could not be collected: {type(exc).__name__}: {str(exc)[:200]}")
+        by_pair = {(e.student, e.lab): e for e in ready}
+        try:
+            for outcome in self.grade(list(by_pair)):
+                e = by_pair.pop((outcome.student, outcome.assignment))
+                self._settle(e, outcome)
+        except Exception as exc:  # the grading machinery itself: what it did not finish is tried again
+            log(f"grading raised {type(exc).__name__}: {exc}")
+            for e in by_pair.values():
+                self._finish(e, error=f"grading failed: {type(exc).__name__}: {str(exc)[:200]}; {sq.RETRY_MARK}")
+            by_pair = {}
+        for e in by_pair.values():
+            self._finish(e, error=f"the grader returned no result; {sq.RETRY_MARK}")
+        return len(claimed)
+
+    def _settle(self, e: sq.Entry, outcome: Outcome) -> None:
+        """Hand out the feedback of one graded submission and record it."""
+        note = ""
+        if outcome.results and sq.RETRY_MARK not in outcome.error:
+            try:
+                note = self.release(outcome)
+            except Exception as exc:
+                note = f"your grade is in, but its feedback could not be released ({type(exc).__name__}: {str(exc)[:200]})"
+        if not outcome.results:
+            self._finish(e, error=outcome.error or "the grading produced no verdicts", seconds=outcome.seconds)
+            return
+        message = "; ".join(m for m in (f"graded with an error: {outcome.error}" if outcome.error else "",
+                                        f"late by {outcome.seconds_late / 3600:.1f} h, {outcome.late_penalty:g} "
+                                        "point(s) deducted" if outcome.late_penalty else "", note) if m)
+        self._finish(e, score=outcome.score - outcome.late_penalty, max_score=outcome.max_score,
+                     seconds=outcome.seconds, message=message)
+
+    def _finish(self, e: sq.Entry, **result) -> None:
+        self.book = sq.finish(self.book, e.name, self.clock(), **result)
+        done = self.book[e.name]
+        log(f"{e.student} {e.lab} ({e.submitted}): {done.state}"
+            + (f" {done.score:g}/{done.max_score:g}" if done.score is not None else "")
+            + (f" -- {done.message}" if done.message else ""))
+        self._save()
+
+    def run(self, once: bool = False) -> int:
+        """Admit and grade until stopped (SIGTERM or Ctrl-C); ``once``: until nothing is left."""
+        while True:
+            try:
+                self.admit()
+            except OSError as exc:  # the exchange unreadable for a moment (a mount, permissions): try again
+                log(f"could not read the exchange: {type(exc).__name__}: {exc}")
+            if self.step():
+                continue
+            if once:
+                return 0
+            time.sleep(self.options.poll_s)
+
+
+def _age(path: Path, now: float) -> float:
+    try:
+        return now - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _owner(path: Path) -> str | None:
+    """The user name owning ``path`` (``None`` where it has none)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(path.stat().st_uid).pw_name
+    except KeyError:
+        return None
+
+
+class Lock:
+    """One service per course: an exclusive lock on ``COURSE/.autograder/serve/lock`` while it runs."""
+
+    def __init__(self, course: Path):
+        self.path = Path(course) / sq.FOLDER / "lock"
+
+    def __enter__(self) -> Lock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(self.path, "a")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.close()
+            raise SetupError(f"another grading service runs for {self.path.parents[2]}") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.file.close()
+
+
+def grade_here(course: Path, limits: dict) -> Grade:
+    """Grading on this machine, one submission at a time, exactly as ``grade`` does
+    (:func:`autograder.grader.cohort.grade_one`); a submission already graded under the same
+    fingerprint (a service killed after its grade was written) takes its recorded grade."""
+    from . import cohort, resume, scratch_course
+
+    kit = resume.kit_fingerprint()
+
+    def grade(pairs: list[tuple[str, str]]) -> Iterable[Outcome]:
+        gradebook = scratch_course.template(course)  # per round: it knows labs released since
+        for student, lab in pairs:
+            mark = resume.fingerprint(course, student, lab, kit, limits)
+            outcome = resume.load(course, student, lab, mark)
+            if outcome is None:
+                with cohort._no_bytecode():
+                    outcome = cohort.grade_one(course, student, lab, gradebook, **limits)
+                resume.save(course, outcome, mark)
+            yield outcome
+
+    return grade
+
+
+class _Quiet:
+    """What :func:`autograder.grader.pool.grade` reports progress to, where nobody watches a bar."""
+
+    def set_postfix_str(self, *_a, **_k) -> None:
+        pass
+
+    def update(self, *_a, **_k) -> None:
+        pass
+
+
+def grade_in_slots(course: Path, limits: dict, workers: int | None, ray_address: str | None) -> Grade:
+    """Grading in the slots of a local Ray (``--workers N``) or a cluster's (``--ray``), as
+    ``grade`` does (:mod:`autograder.grader.pool`): one round of at most one submission a slot
+    at a time, so a round ends with its slowest grading."""
+    from .. import seed
+    from . import cohort, pool, resume, scratch_course
+
+    kit = resume.kit_fingerprint()
+    pool.start(workers, ray_address)
+    for line in pool.nodes(kit, limits["sandboxed"]):
+        log(line)
+
+    def grade(pairs: list[tuple[str, str]]) -> Iterable[Outcome]:
+        todo, got = [], []
+        for student, lab in pairs:
+            mark = resume.fingerprint(course, student, lab, kit, limits)
+            outcome = resume.load(course, student, lab, mark)
+            if outcome is None:
+                todo.append((student, lab, mark))
+            else:
+                got.append(outcome)
+
+        def done(outcome: Outcome, mark: str, where: str = "") -> None:
+            resume.save(course, outcome, mark)
+            got.append(outcome)
+
+        if todo:
+            with cohort._no_bytecode():
+                pool.grade(course, todo, scratch_course.template(course), limits, kit, seed.base() or "", done,
+                           _Quiet())
+        return got
+
+    return grade
+
+
+def release_here(course: Path) -> Release:
+    """Feedback as a student fetches it: nbgrader's page with the grader's verdicts at its top,
+    released for that student (:func:`autograder.grader.exchange.release_feedback`); then the
+    kit's own page, ``feedback/<student>/<lab>/grader-feedback.html``, for the instructor, as
+    ``grade`` writes it (after: ``generate_feedback --force`` empties that folder)."""
+    from . import feedback
+    from .catalog import descriptions
+
+    def release(outcome: Outcome) -> str:
+        what = descriptions(outcome.assignment)
+        exchange.release_feedback(course, outcome.student, outcome.assignment, feedback.section(outcome, what))
+        feedback.write(course, outcome, what)
+        return ""
+
+    return release
+
+
+def print_status(course: Path, student: str, as_json: bool = False) -> int:
+    """``serve COURSE --status STUDENT``: that student's entries, newest first (exit 0)."""
+    import json
+
+    book, service = sq.Store(course).load()
+    rows = sq.status(book, student, int(service.get("slots", 1)))
+    if as_json:
+        print(json.dumps(rows, indent=1))
+    elif not rows:
+        print(f"no submission of {student} has reached the grading service")
+    else:
+        for row in rows:
+            print(sq.describe(row))
+    return 0
+
+
+def main(course: Path, *, workers: int | None = None, ray_address: str | None = None, once: bool = False,
+         sandboxed: bool = True, options: Options = Options(), **limits) -> int:
+    """Run the service until stopped (``once``: until nothing is left to grade)."""
+    from . import cohort
+
+    course = Path(course).resolve()
+    if not (course / "nbgrader_config.py").exists():
+        raise SetupError(f"{course} is not an nbgrader course (no nbgrader_config.py)")
+    exchange.place(course)  # a course id, before anything starts
+    owner = exchange.settings(course).CollectApp.get("check_owner", True)  # nbgrader's own setting, as collect's
+    options = replace(options, check_owner=bool(owner))
+    side_by_side = cohort.preflight(set(intake.roster(course).labs), sandboxed, workers, ray_address)
+    limits["sandboxed"] = sandboxed
+    slots = 1
+    with Lock(course):
+        stop = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            if side_by_side:
+                import ray
+
+                from .slots import RESOURCE
+
+                grade = grade_in_slots(course, limits, workers, ray_address)
+                slots = max(1, int(ray.cluster_resources().get(RESOURCE, 1)))
+            else:
+                grade = grade_here(course, limits)
+            service = Service(course, grade, release_here(course), replace(options, slots=slots))
+            log(f"serving {service.where.inbound} with {slots} grading slot(s)" + (" (once)" if once else ""))
+            return service.run(once)
+        except KeyboardInterrupt:
+            log("stopped: what was being graded is graded again from the start at the next start")
+            return 0
+        finally:
+            signal.signal(signal.SIGTERM, stop)
+            if side_by_side:
+                import ray
+
+                ray.shutdown()
+
+
+def _interrupt(*_args) -> None:
+    """SIGTERM stops the service as Ctrl-C does."""
+    raise KeyboardInterrupt
