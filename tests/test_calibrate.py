@@ -138,7 +138,7 @@ def test_calibrate_gate_the_degraded_copy_fails_every_top_tier_in_a_kernel_s_san
     assert not Path(f"/proc/{pid}").exists()
     GATE_LOG.parent.mkdir(exist_ok=True)
     with GATE_LOG.open("a") as log:  # the numbers, kept beside the run (build/ is not committed)
-        log.writelines(f"{cal.lab} {cal.check}: degraded copy {cal.degraded[0] if cal.degraded else '-'} against "
+        log.writelines(f"{cal.lab} {cal.check}: degraded copy {f'{cal.degraded[0]:.2f}' if cal.degraded else '-'} against "
                        f"the top tier {cal.tiers[-1]} {cal.errors or ''}\n" for cal in found)
     for cal in found:
         assert not cal.errors and len(cal.degraded) == 1 and cal.degraded[0] < cal.tiers[-1], cal.line()
