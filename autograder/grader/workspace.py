@@ -48,14 +48,14 @@ class Workspace:
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def used_bytes(self) -> int:
-        """What the folder holds now (the tmpfs's used blocks; a plain folder's files)."""
-        if self.capped:
-            try:
-                st = os.statvfs(self.path)
-            except OSError:
-                return 0
-            return (st.f_blocks - st.f_bfree) * st.f_frsize
-        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file() and not f.is_symlink())
+        """What the tmpfs holds now (0 for a plain folder: its use is not watched)."""
+        if not self.capped:
+            return 0
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return 0
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
 
     def _watch(self) -> None:
         """Keep :attr:`peak_bytes` up to date until :meth:`close` (a tmpfs only: a statvfs call)."""
