@@ -20,6 +20,11 @@ def parser() -> argparse.ArgumentParser:
                                 epilog="Exit codes: 0 graded, 1 grading failed, 2 usage or set-up error.")
     sub = p.add_subparsers(dest="command", required=True)
 
+    def uncalibrated(sp):
+        sp.add_argument("--uncalibrated", action="store_true",
+                        help="with --workers N: grade side by side even where `calibrate --workers N` has not "
+                             "measured the labs' timed tiers on this machine (docs: instructors/calibrate)")
+
     def limits(sp):
         sp.add_argument("--cell-timeout", type=float, default=DEFAULT_CELL_TIMEOUT_S, metavar="S",
                         help="seconds one cell may run before nbgrader interrupts it (default %(default)s)")
@@ -49,6 +54,7 @@ def parser() -> argparse.ArgumentParser:
                       help="grade N submissions side by side on this machine, each on its own cores (a local Ray)")
     side.add_argument("--ray", metavar="ADDRESS",
                       help="grade in the grading slots of the Ray cluster at ADDRESS (docs: instructors/cluster)")
+    uncalibrated(g)
     limits(g)
 
     v = sub.add_parser("serve", help="grade each submission as it arrives in nbgrader's exchange, and release "
@@ -69,6 +75,7 @@ def parser() -> argparse.ArgumentParser:
     vside = v.add_mutually_exclusive_group()
     vside.add_argument("--workers", type=int, metavar="N", help="grade N submissions side by side on this machine")
     vside.add_argument("--ray", metavar="ADDRESS", help="grade in the grading slots of the Ray cluster at ADDRESS")
+    uncalibrated(v)
     limits(v)
 
     h = sub.add_parser("report", help="write the cohort report (HTML) from what grade recorded")
@@ -117,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             from .grader import cohort
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, sandboxed=not args.unsandboxed,
-                              regrade=args.regrade, workers=args.workers, ray_address=args.ray, **lim)
+                              regrade=args.regrade, workers=args.workers, ray_address=args.ray,
+                              uncalibrated=args.uncalibrated, **lim)
         if args.command == "serve":
             from .grader import serve
             from .grader.submission_queue import Rate
@@ -128,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SetupError(f"--rate: {exc}") from None
             options = serve.Options(rate=rate, max_bytes=args.max_mb * 2**20, poll_s=args.poll)
             return serve.main(args.course_dir, workers=args.workers, ray_address=args.ray, once=args.once,
-                              sandboxed=not args.unsandboxed, options=options, **lim)
+                              sandboxed=not args.unsandboxed, options=options, uncalibrated=args.uncalibrated, **lim)
         if args.command == "report":
             from .grader import cohort_report
 

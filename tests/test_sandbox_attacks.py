@@ -172,7 +172,8 @@ def test_lab00_side_by_side_in_grading_slots_nothing_gets_out(tmp_path):
     """The same attacker graded with ``grade --workers 2``: it and the honest student run at the
     same time, each in a grading slot of its own (its own cores, control group and sandbox). The
     fork bomb and /tmp filler run while the honest student is being measured next door."""
-    graded = grade_cohort(tmp_path, LAB00, cohort_lab00.attack_cells, memory_limit_gib=8, workers=2)
+    graded = grade_cohort(tmp_path, LAB00, cohort_lab00.attack_cells, memory_limit_gib=8, workers=2,
+                          uncalibrated=True)  # containment, not timing: no calibrate --workers 2 here
     try:
         rows, report = graded["rows"], _report(graded)
         for student in (ATTACKER, HONEST):  # the attack cells come after the last graded cell

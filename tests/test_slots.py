@@ -132,20 +132,31 @@ def test_workers_and_ray_are_one_or_the_other(capsys):
 
 def test_grade_refuses_a_concurrency_calibrate_found_unfair(tmp_path, monkeypatch):
     """A tier that separated one at a time but not N at a time refuses --workers N for its lab;
-    one that never separated is said, not refused; an uncalibrated N is said too."""
+    one that never separated is said, not refused; a tier never measured at N refuses too, unless
+    --uncalibrated; a lab with no timed tier needs no calibration."""
     from autograder.grader import fair_timing
 
     record = tmp_path / "calibration.json"
     ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
-    assert ok and "has not been run" in why
-    fair_timing.record(1, {"01_actor_scaling/worker-tier2": True, "05_capstone/pipeline-throughput": False}, record)
-    fair_timing.record(2, {"01_actor_scaling/worker-tier2": False, "05_capstone/pipeline-throughput": False}, record)
-    ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
-    assert not ok and "01_actor_scaling/worker-tier2" in why
+    assert not ok and "has not measured 01_actor_scaling/driver, 01_actor_scaling/worker" in why
+    assert "calibrate 01_actor_scaling --workers 2" in why and "--uncalibrated" in why
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record, uncalibrated=True)
+    assert ok and why.startswith("warning:") and "not known on this machine" in why
+    assert fair_timing.allowed(2, {"02_restart_recovery", "not-a-lab"}, record) == (
+        True, "no lab graded here has a timed tier: 2 gradings side by side need no calibration")
+    fair_timing.record(1, {"01_actor_scaling/worker": True, "05_capstone/pipeline-throughput": False}, record)
+    fair_timing.record(2, {"01_actor_scaling/worker": False, "05_capstone/pipeline-throughput": False}, record)
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record, uncalibrated=True)
+    assert not ok and "01_actor_scaling/worker" in why and "not separate" in why
     ok, why = fair_timing.allowed(2, {"05_capstone"}, record)
     assert ok and "not separating one at a time either: 05_capstone/pipeline-throughput" in why
-    fair_timing.record(2, {"01_actor_scaling/worker-tier2": True}, record)  # measured again: replaced
-    assert fair_timing.allowed(2, {"01_actor_scaling"}, record)[0]
+    fair_timing.record(2, {"01_actor_scaling/worker": True}, record)  # measured again: replaced
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
+    assert not ok and "has not measured 01_actor_scaling/driver" in why  # one of its two tiers still unmeasured
+    fair_timing.record(2, {"01_actor_scaling/driver": True}, record)
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
+    assert ok and "every tier separates" in why
+    assert not fair_timing.allowed(3, {"01_actor_scaling"}, record)[0]  # measured at 2, not at 3
 
 
 def test_sandboxed_code_cannot_widen_its_cores_beyond_its_slot(tmp_path):

@@ -134,10 +134,12 @@ def _no_bytecode():
             os.environ["PYTHONDONTWRITEBYTECODE"] = before[1]
 
 
-def preflight(labs: set[str], sandboxed: bool, workers: int | None, ray_address: str | None) -> bool:
+def preflight(labs: set[str], sandboxed: bool, workers: int | None, ray_address: str | None,
+              uncalibrated: bool = False) -> bool:
     """Refuse what ``grade`` (and ``serve``) must not do: grade without a sandbox unless told to,
     side by side without one, or side by side where ``calibrate`` has not shown the tiers still
-    separate (:mod:`autograder.grader.fair_timing`). Whether grading runs side by side."""
+    separate (:mod:`autograder.grader.fair_timing`; ``uncalibrated``: where it has not measured,
+    say so and go on). Whether grading runs side by side."""
     from . import sandbox
 
     side_by_side = bool(ray_address) or (workers or 1) > 1
@@ -152,7 +154,7 @@ def preflight(labs: set[str], sandboxed: bool, workers: int | None, ray_address:
     if side_by_side and workers:
         from . import fair_timing
 
-        fair, found = fair_timing.allowed(workers, labs)
+        fair, found = fair_timing.allowed(workers, labs, uncalibrated=uncalibrated)
         if not fair:
             raise SetupError(found)
         print(found)
@@ -161,7 +163,7 @@ def preflight(labs: set[str], sandboxed: bool, workers: int | None, ray_address:
 
 def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = None,
         sandboxed: bool = True, regrade: bool = False, workers: int | None = None, ray_address: str | None = None,
-        **limits) -> int:
+        uncalibrated: bool = False, **limits) -> int:
     """Grade every submission; exit code 0 when all were graded, 1 when any failed to grade.
 
     Each submission runs in the sandbox (:mod:`autograder.grader.sandbox`); where none can be
@@ -170,14 +172,16 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     the seed: :mod:`autograder.grader.resume`) keeps its grade unless ``regrade``; so a run
     stopped half-way (Ctrl-C, a crash) continues where it stopped. ``workers`` (a local Ray with
     that many grading slots) or ``ray_address`` (a cluster's) grade side by side
-    (:mod:`autograder.grader.pool`); this process still writes every grade.
+    (:mod:`autograder.grader.pool`); this process still writes every grade. ``workers`` needs
+    ``calibrate --workers`` to have measured the labs' tiers at that concurrency here, unless
+    ``uncalibrated``.
     """
     from . import cohort_report, feedback, resume
 
     began = time.monotonic()
     course = Path(course).resolve()
     pairs = submissions(course, assignment)
-    side_by_side = preflight({a for _, a in pairs}, sandboxed, workers, ray_address)
+    side_by_side = preflight({a for _, a in pairs}, sandboxed, workers, ray_address, uncalibrated)
     limits["sandboxed"] = sandboxed
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)

@@ -8,9 +8,11 @@ once, each pinned to one slot's cores (:func:`autograder.grader.slots.split`, th
 --workers N`` makes), each measuring the reference and its degraded copy as ``calibrate``
 always does. A tier separates at N when it separated in every copy.
 
-The verdict is kept per machine and concurrency in ``~/.cache/autograder/calibration.json``;
-``grade --workers N`` refuses when a tier of a lab it grades separated one at a time but not N
-at a time, and says when N was never calibrated here.
+The verdict is kept per machine and concurrency in ``~/.cache/autograder/calibration.json``.
+``grade --workers N`` (and ``serve --workers N``) grades side by side only where every tier of
+the labs it grades has separated N at a time on this machine: it refuses a tier measured not to
+separate at N, and one never measured at N unless told ``--uncalibrated``. A lab without tiers
+(nothing timed against a reference) needs no calibration.
 """
 
 from __future__ import annotations
@@ -91,20 +93,35 @@ def _read(path: Path) -> dict:
         return {}
 
 
-def allowed(workers: int, labs: set[str], path: Path = RECORD) -> tuple[bool, str]:
+def wanted(labs: set[str]) -> set[str]:
+    """The tiered checks (``lab/check``) of ``labs`` that calibrate measures; an assignment that
+    is no lab of this kit has none."""
+    from ..labs import UnknownLab
+    from .catalog import tiered
+
+    keys = set()
+    for lab in labs:
+        try:
+            keys |= {f"{lab}/{t.name}" for t in tiered(lab)}
+        except UnknownLab:
+            pass
+    return keys
+
+
+def allowed(workers: int, labs: set[str], path: Path = RECORD, *, uncalibrated: bool = False) -> tuple[bool, str]:
     """Whether ``grade --workers workers`` may grade ``labs`` here, and what calibrate found.
 
     Refused: a tier of one of ``labs`` that separated one at a time (``calibrate`` without
-    ``--workers``, or ``--workers 1``) but not ``workers`` at a time. A tier that did not
+    ``--workers``, or ``--workers 1``) but not ``workers`` at a time; and a tier never measured
+    ``workers`` at a time here, unless ``uncalibrated`` (then said). A tier that did not
     separate one at a time either is the lab's calibration problem, not concurrency's: said, not refused.
     """
     here = _read(path).get(_machine(), {})
     found = here.get(str(workers), {}).get("checks", {})
-    if not found:
-        return True, (f"calibrate --workers {workers} has not been run on this machine: whether every tier still "
-                      f"separates with {workers} gradings side by side is not known here")
     alone = here.get("1", {}).get("checks", {})
-    mine = {k: v for k, v in found.items() if k.split("/")[0] in labs}
+    want = wanted(labs)
+    missing = sorted(want - set(found))
+    mine = {k: v for k, v in found.items() if k in want}
     broken = sorted(k for k, v in mine.items() if not v and alone.get(k, True))
     weak = sorted(k for k, v in mine.items() if not v and not alone.get(k, True))
     note = f"; not separating one at a time either: {', '.join(weak)}" if weak else ""
@@ -112,4 +129,16 @@ def allowed(workers: int, labs: set[str], path: Path = RECORD) -> tuple[bool, st
         return False, (f"calibrate --workers {workers} found tiers that do not separate the reference from its "
                        f"degraded copy with {workers} gradings side by side: {', '.join(broken)}{note}. "
                        f"Grade with fewer workers, or on more cores")
+    if missing:
+        labs_missing = sorted({k.split("/")[0] for k in missing})
+        unknown = (f"whether these tiers still separate good work from bad with {workers} gradings side by side "
+                   f"is not known on this machine: calibrate --workers {workers} has not measured "
+                   f"{', '.join(missing)}")
+        if uncalibrated:
+            return True, f"warning: {unknown} (graded anyway: --uncalibrated){note}"
+        how = "; ".join(f"python -m autograder calibrate {lab} --workers {workers}" for lab in labs_missing)
+        return False, (f"{unknown}. Measure it first ({how}), grade with --workers 1, or pass --uncalibrated "
+                       f"to grade side by side anyway")
+    if not want:
+        return True, f"no lab graded here has a timed tier: {workers} gradings side by side need no calibration"
     return True, f"calibrate --workers {workers} ({here[str(workers)].get('when', '?')}): every tier separates{note}"

@@ -312,8 +312,9 @@ def print_status(course: Path, student: str, as_json: bool = False) -> int:
 
 
 def main(course: Path, *, workers: int | None = None, ray_address: str | None = None, once: bool = False,
-         sandboxed: bool = True, options: Options = Options(), **limits) -> int:
-    """Run the service until stopped (``once``: until nothing is left to grade)."""
+         sandboxed: bool = True, options: Options = Options(), uncalibrated: bool = False, **limits) -> int:
+    """Run the service until stopped (``once``: until nothing is left to grade). ``uncalibrated``:
+    as ``grade``'s, side by side where calibrate has not measured the labs' tiers."""
     from . import cohort
 
     course = Path(course).resolve()
@@ -322,7 +323,8 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
     exchange.place(course)  # a course id, before anything starts
     owner = exchange.settings(course).CollectApp.get("check_owner", True)  # nbgrader's own setting, as collect's
     options = replace(options, check_owner=bool(owner))
-    side_by_side = cohort.preflight(set(intake.roster(course).labs), sandboxed, workers, ray_address)
+    side_by_side = cohort.preflight(set(intake.roster(course).labs), sandboxed, workers, ray_address,
+                                     uncalibrated)
     limits["sandboxed"] = sandboxed
     slots = 1
     with Lock(course):
