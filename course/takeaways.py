@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from .verdicts import C1_LINEAR, _lab, _mib, _ms, _num
+from .verdicts import C1_LINEAR, C8_GPUS, C8_TARGET, _lab, _mib, _ms, _num
 
 CLAIMED_RESTART_S = 0.030   # C3's "~30 ms" (the claim, quoted in lab 02)
 CLAIMED_OVERHEAD = 0.15     # C5's "~15 %"
-C8_PER_GPU = 10_000 / 200   # C8's images/s per GPU
+C8_PER_GPU = C8_TARGET / C8_GPUS   # C8's images/s per GPU (10,000 / 200)
 
 
 def _run(section: str) -> str:
@@ -209,9 +209,89 @@ def lab04(numbers: Mapping) -> list[str]:
     return out
 
 
+LIMITS = {  # lab 05: what the plan's limiting resource means for the count of GPUs
+    "gpu": "the limit is the GPUs themselves, so a faster model or device lowers the count directly.",
+    "overhead": ("the limit is per-call overhead: even the most actors the plan allows cannot keep a GPU busy "
+                 "at its best batch, so larger batches or cheaper calls, not more GPUs, raise each one's rate."),
+    "cpu": ("the limit is decoding (cpu): each node is bought for its CPU workers, and its GPUs wait on "
+            "them."),
+    "network": ("the limit is the network: each node's link runs out first, and its speed is an assumption "
+                "(section 3), so state it with the answer."),
+}
+
+
+def lab05(numbers: Mapping) -> list[str]:
+    d = _lab(numbers, "05_capstone")
+    out = []
+    pred, pipe, pool = (_num(d, k) for k in ("predicted_images_per_s", "pipeline_images_per_s", "pool_images_per_s"))
+    devices = _num(d, "devices") or 1
+    if pred and pipe is not None:
+        s = (f"Your Ray Data pipeline delivered {pipe:,.0f} images/s on {devices:.0f} "
+             f"device{'s' if devices != 1 else ''}, {pipe / pred:.2f}× the {pred:,.0f} your plan predicted: ")
+        if pipe < pred:
+            s += ("the plan leaves out generating the JPEGs, starting workers and Ray Data's planning and "
+                  "streaming (and, without a GPU, the \"GPUs\" sharing the decoders' cores): that is the gap.")
+        else:
+            s += ("the run beat its plan, so a rate the plan used (section 1) was measured low, or this run "
+                  "was lucky: re-measure before you size a cluster with it.")
+        out.append(s)
+    else:
+        out.append("Plan vs reality " + _run("section 5"))
+    if pipe and pool:
+        if pipe >= pool:
+            out.append(f"Ray Data ran at {pipe / pool:.2f}× the rate of your hand-written actor pool "
+                       f"({pool:,.0f} images/s), and adds streaming, back-pressure and fault tolerance on top.")
+        else:
+            out.append(f"Your hand-written actor pool ran at {pool / pipe:.2f}× Ray Data's rate ({pool:,.0f} vs "
+                       f"{pipe:,.0f} images/s): the price, on a run this size, of Ray Data's streaming, "
+                       "back-pressure and fault tolerance.")
+    gpus, limit, px = _num(d, "c8_gpus"), d.get("c8_limit"), _num(d, "image_px")
+    if gpus is not None and limit in LIMITS:
+        size = f" at {px:.0f}×{px:.0f}" if px else ""
+        s = f"For {C8_TARGET:,} images/s{size} your plan needs {gpus:,.0f} GPUs of this machine's kind, "
+        s += (f"at most the claim's {C8_GPUS}" if gpus <= C8_GPUS else f"{gpus / C8_GPUS:.3g}× the claim's {C8_GPUS}")
+        out.append(f"{s}; {LIMITS[limit]}")
+    else:
+        out.append("The plan for C8 " + _run("sections 3 and 5"))
+    by, top = d.get("gpu_images_per_s_by_px"), _num(d, "measured_max_px")
+    rates = ({int(k): float(v) for k, v in by.items() if isinstance(v, (int, float))}
+             if isinstance(by, dict) else {})
+    if rates:
+        sides = sorted(rates)
+        lo, hi = sides[0], sides[-1]
+        s = (f"By your plan one GPU does {rates[lo]:,.0f} images/s at {lo}×{lo} and {rates[hi]:,.0f} at "
+             f"{hi}×{hi}; ")
+        breaks = next((side for side in sides if rates[side] < C8_PER_GPU), None)
+        if breaks is None:
+            s += f"it stays above C8's {C8_PER_GPU:g} per GPU at every side"
+            s += (f", though sides past {top:.0f} are extrapolated from your fit." if top is not None and hi > top
+                  else ": image size alone did not break the claim.")
+        else:
+            s += f"it drops below C8's {C8_PER_GPU:g} per GPU at {breaks}×{breaks}"
+            s += (f", past the largest side you measured ({top:.0f}): an extrapolation of your fit."
+                  if top is not None and breaks > top
+                  else ", a side you measured: by this count C8 needs smaller images than that.")
+        out.append(s)
+    else:
+        out.append("One GPU's rate by image size " + _run("sections 3 and 5"))
+    mflop = _num(d, "model_mflop_per_image")
+    rate = rates.get(int(px)) if px else None
+    if mflop and rate:
+        head = rate / C8_PER_GPU
+        s = (f"This network costs {mflop:.1f} MFLOP an image, and by your plan one GPU runs it at {head:.3g}× "
+             "the rate C8 needs per GPU")
+        if head >= 1:
+            s += (f": a model about {head:.3g}× costlier per image (about {mflop * head:,.0f} MFLOP) would use up "
+                  "that margin, if its rate falls with its FLOPs.")
+        else:
+            s += f": on this device the claim's {C8_GPUS} GPUs fall short before any larger model is tried."
+        out.append(s)
+    return out
+
 RULES: dict[str, Callable[[Mapping], list[str]]] = {
     "00_measure": lab00, "01_actor_scaling": lab01, "02_restart_recovery": lab02,
-    "03_quotas": lab03, "04_data_affinity": lab04}
+    "03_quotas": lab03, "04_data_affinity": lab04,
+    "05_capstone": lab05}
 
 
 def bullets(lab: str, numbers: Mapping) -> list[str]:

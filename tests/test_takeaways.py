@@ -9,7 +9,12 @@ from test_verdicts import FULL as VERDICTS_FULL
 
 FULL = {**VERDICTS_FULL,
         "00_measure": {**VERDICTS_FULL["00_measure"], "best_images_per_s": 7100.0, "best_batch": 256},
-        "03_quotas": {**VERDICTS_FULL["03_quotas"], "isolation_none": 0.4, "isolation_quota": 0.95}}
+        "03_quotas": {**VERDICTS_FULL["03_quotas"], "isolation_none": 0.4, "isolation_quota": 0.95},
+        "05_capstone": {"predicted_images_per_s": 220.0, "pipeline_images_per_s": 110.0,
+                        "pool_images_per_s": 140.0, "devices": 2, "image_px": 224, "model_mflop_per_image": 20.3,
+                        "gpu_images_per_s_by_px": {"64": 9000.0, "128": 3000.0, "224": 1000.0, "512": 200.0,
+                                                   "1024": 52.0, "2048": 13.0},
+                        "measured_max_px": 448, "c8_limit": "cpu", "c8_gpus": 120}}
 
 
 def with_(lab, **changes):
@@ -124,3 +129,80 @@ def test_lab04_tasks_bullet_does_not_assert_the_docs_against_the_numbers():
     worse = bullet("04_data_affinity", "Tasks that take", with_("04_data_affinity", locality_fraction_tasks=0.2))
     assert "kept no more of it in place than naive actors (0.20 vs 0.25)" in worse
     assert "did not show the documented preference" in worse and "Ray places tasks" not in worse
+
+
+# --- lab 05, the capstone: each conclusion follows its numbers -----------------------------
+
+def test_lab05_plan_vs_reality_follows_which_was_faster():
+    below = bullet("05_capstone", "Your Ray Data pipeline", FULL)
+    assert below.startswith("Your Ray Data pipeline delivered 110 images/s on 2 devices, 0.50× the 220 your plan")
+    assert below.endswith("that is the gap.") and "beat its plan" not in below
+    above = bullet("05_capstone", "Your Ray Data pipeline", with_("05_capstone", pipeline_images_per_s=330.0,
+                                                                  devices=1))
+    assert "330 images/s on 1 device, 1.50× the 220" in above and "the run beat its plan" in above
+    assert "that is the gap" not in above
+
+
+def test_lab05_ray_data_vs_the_hand_written_pool():
+    slower = bullet("05_capstone", "Your hand-written actor pool", FULL)
+    assert slower.startswith("Your hand-written actor pool ran at 1.27× Ray Data's rate (140 vs 110 images/s)")
+    faster = bullet("05_capstone", "Ray Data ran at", with_("05_capstone", pool_images_per_s=55.0))
+    assert faster.startswith("Ray Data ran at 2.00× the rate of your hand-written actor pool (55 images/s)")
+    assert not [b for b in takeaways.bullets("05_capstone", with_("05_capstone", pool_images_per_s=None))
+                if "actor pool" in b]
+
+
+@pytest.mark.parametrize("gpus, says", [(120, "needs 120 GPUs of this machine's kind, at most the claim's 200;"),
+                                        (200, "needs 200 GPUs of this machine's kind, at most the claim's 200;"),
+                                        (700, "needs 700 GPUs of this machine's kind, 3.5× the claim's 200;")])
+def test_lab05_c8_plan_compares_the_count_with_the_claim(gpus, says):
+    got = bullet("05_capstone", "For 10,000 images/s at 224×224", with_("05_capstone", c8_gpus=gpus))
+    assert says in got, got
+
+
+@pytest.mark.parametrize("limit, says", [
+    ("gpu", "the limit is the GPUs themselves, so a faster model or device lowers the count directly."),
+    ("overhead", "the limit is per-call overhead:"),
+    ("cpu", "the limit is decoding (cpu): each node is bought for its CPU workers"),
+    ("network", "the limit is the network: each node's link runs out first"),
+])
+def test_lab05_c8_plan_explains_its_limit(limit, says):
+    got = bullet("05_capstone", "For 10,000", with_("05_capstone", c8_limit=limit))
+    assert says in got and sum(f"the limit is {w}" in got for w in ("the GPUs", "per-call", "decoding", "the network")) == 1
+    unknown = takeaways.bullets("05_capstone", with_("05_capstone", c8_limit="disk"))
+    assert "The plan for C8 not measured yet: run sections 3 and 5 and this cell again" in unknown
+
+
+@pytest.mark.parametrize("rates, top, says", [
+    ({"64": 9000.0, "224": 1000.0, "2048": 13.0}, 448,
+     "it drops below C8's 50 per GPU at 2048×2048, past the largest side you measured (448): an extrapolation of your fit."),
+    ({"64": 9000.0, "224": 40.0, "2048": 13.0}, 448,
+     "it drops below C8's 50 per GPU at 224×224, a side you measured: by this count C8 needs smaller images than that."),
+    ({"64": 9000.0, "224": 1000.0, "2048": 60.0}, 448,
+     "it stays above C8's 50 per GPU at every side, though sides past 448 are extrapolated from your fit."),
+    ({"64": 9000.0, "224": 1000.0}, 448,
+     "it stays above C8's 50 per GPU at every side: image size alone did not break the claim."),
+])
+def test_lab05_image_size_bullet_says_where_c8_breaks_and_whether_that_was_measured(rates, top, says):
+    got = bullet("05_capstone", "By your plan one GPU",
+                 with_("05_capstone", gpu_images_per_s_by_px=rates, measured_max_px=top))
+    assert got.startswith("By your plan one GPU does 9,000 images/s at 64×64") and got.endswith(says), got
+
+
+def test_lab05_model_cost_bullet_follows_the_margin():
+    room = bullet("05_capstone", "This network costs", FULL)
+    assert room == ("This network costs 20.3 MFLOP an image, and by your plan one GPU runs it at 20× the rate C8 "
+                    "needs per GPU: a model about 20× costlier per image (about 406 MFLOP) would use up that "
+                    "margin, if its rate falls with its FLOPs.")
+    short = bullet("05_capstone", "This network costs", with_("05_capstone", gpu_images_per_s_by_px={"224": 25.0}))
+    assert "runs it at 0.5× the rate" in short and "the claim's 200 GPUs fall short" in short
+    assert "would use up" not in short
+
+
+def test_lab05_a_partial_file_never_raises():
+    for keys in (["pipeline_images_per_s"], ["c8_gpus", "c8_limit"], ["gpu_images_per_s_by_px"], ["image_px"]):
+        partial = {"05_capstone": {k: v for k, v in FULL["05_capstone"].items() if k not in keys}}
+        got = takeaways.bullets("05_capstone", partial)
+        assert 3 <= len(got) <= 5, got
+    odd = {"05_capstone": {"gpu_images_per_s_by_px": "fast", "c8_gpus": "many", "predicted_images_per_s": 0}}
+    assert all("not measured yet" in b for b in takeaways.bullets("05_capstone", odd))
