@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..report import Outcome
-from . import exchange, intake
+from . import exchange, intake, status_page
 from . import submission_queue as sq
 from .nbgrader_run import SetupError
 
@@ -328,6 +328,8 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
     with Lock(course):
         stop = signal.signal(signal.SIGTERM, _interrupt)
         try:
+            if status_page.wanted():  # a JupyterHub managed service with a url: the students' page
+                status_page.start(course, log)
             if side_by_side:
                 import ray
 
