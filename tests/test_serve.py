@@ -344,3 +344,22 @@ def test_submit_serve_once_and_fetch_feedback_through_a_real_exchange(tmp_path):
     assert not list((bob / LAB).glob("feedback/*/*.html"))
     print(f"\nserve --once: {seconds:.0f} s (ann graded in {by['ann'].seconds:.0f} s); "
           f"whole test {time.monotonic() - began:.0f} s")
+
+
+def test_another_labs_notebook_is_refused_when_only_this_lab_is_released(tmp_path):
+    """Seen through the hub: a course that has released only lab 00 took lab 01's notebook for
+    lab 00's (they share the locked cells) and graded it 0 with an nbgrader error. The kit's own
+    labs tell them apart."""
+    course = make_course(tmp_path / "course", [])
+    (course / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(released(LAB), course / "labs" / LAB)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment(LAB)
+        gb.update_or_create_student("ann")
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    shutil.copy(released("01_actor_scaling"), folder / f"{LAB}.ipynb")
+    why = intake.problem(folder, "ann", LAB, intake.roster(course), 50 * 2**20)
+    assert why and "holds none of lab 00_measure's cells (it looks like lab 01_actor_scaling's notebook)" in why, why
+    shutil.copy(released(LAB), folder / f"{LAB}.ipynb")
+    assert intake.problem(folder, "ann", LAB, intake.roster(course), 50 * 2**20) is None
