@@ -9,6 +9,7 @@ traversal rights it gave them, the folders.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -158,6 +159,7 @@ class Hub:
     proc: subprocess.Popen | None = None
     log: Path | None = None
     user_tokens: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # more COURSE_HUB_* settings for a driver config
 
     def api(self, method: str, path: str, body: dict | None = None, token: str | None = None,
             timeout: float = 60) -> dict | list | None:
@@ -223,7 +225,7 @@ def nbgrader(course: Path, *args: str, timeout: float = 300) -> str:
     return run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env, timeout=timeout).stdout
 
 
-def start(hub: Hub, serve_options: str, timeout_s: float = 60) -> None:
+def start(hub: Hub, serve_options: str, driver: Path = DRIVER_CONFIG, timeout_s: float = 60) -> None:
     """Start JupyterHub with the test's configuration; wait for its API."""
     hub.log = hub.base / "state" / "jupyterhub.log"
     env = {**os.environ,
@@ -234,9 +236,9 @@ def start(hub: Hub, serve_options: str, timeout_s: float = 60) -> None:
            "COURSE_HUB_PROXY_API_URL": f"http://127.0.0.1:{free_port()}", "COURSE_HUB_PROXY": proxy_command(),
            "COURSE_HUB_STUDENTS": " ".join(hub.students), "COURSE_HUB_STUDENT_CONFIG": str(hub.base / "student-config"),
            "COURSE_HUB_COURSE": str(hub.course), "COURSE_HUB_SERVICE_URL": hub.service_url,
-           "COURSE_HUB_SERVE_OPTIONS": serve_options, "COURSE_HUB_TEST_TOKEN": hub.token}
+           "COURSE_HUB_SERVE_OPTIONS": serve_options, "COURSE_HUB_TEST_TOKEN": hub.token, **hub.env}
     with open(hub.log, "w") as log:
-        hub.proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(DRIVER_CONFIG)],
+        hub.proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(driver)],
                                     cwd=hub.base / "state", env=env, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
     deadline = time.monotonic() + timeout_s
@@ -260,6 +262,45 @@ def stop(hub: Hub, timeout_s: float = 60) -> None:
             hub.proc.kill()
             hub.proc.wait(10)
     _end_leftovers(hub)  # a hub that died at start leaves its proxy running
+
+
+@contextlib.contextmanager
+def running(students: list[str], serve_options: str, roster: list[str] | None = None,
+            driver: Path = DRIVER_CONFIG, start_servers: bool = True, env: dict[str, str] | None = None):
+    """A hub with these Unix students (made here, removed after), lab 00 generated and released,
+    ``roster`` (default: every student) in the gradebook; each student's server started unless
+    not ``start_servers``; ``env``: more settings for ``driver``. Skips (or fails under ``COURSE_KIT_REQUIRE_HUB=1``) where no hub can run."""
+    import pytest
+
+    why = unavailable()
+    if why:
+        if os.environ.get(REQUIRE) == "1":
+            pytest.fail(f"hub test required ({REQUIRE}=1) but {why}")
+        pytest.skip(why)
+    hub = prepare(students, serve_options)
+    hub.env.update(env or {})
+    traversal = Traversal([sys.prefix, os.path.realpath(sys.executable)])  # a venv, and its Python
+    try:
+        for name, password in hub.students.items():
+            add_user(name, password)
+        traversal.grant(list(hub.students))
+        check_student_can_run_python(students[0])
+        nbgrader(hub.course, "generate_assignment", LAB)
+        for name in students if roster is None else roster:
+            nbgrader(hub.course, "db", "student", "add", name)
+        nbgrader(hub.course, "release_assignment", LAB)
+        start(hub, serve_options, driver)
+        if start_servers:
+            for name in students:
+                hub.start_server(name)
+        yield hub
+    finally:
+        stop(hub)
+        traversal.restore()
+        for name in hub.students:
+            remove_user(name)
+        if os.environ.get("COURSE_KIT_KEEP_HUB") != "1":
+            shutil.rmtree(hub.base, ignore_errors=True)
 
 
 def _end_leftovers(hub: Hub) -> None:

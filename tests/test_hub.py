@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
-import sys
 import time
 from urllib.parse import quote
 
@@ -39,43 +37,20 @@ pytestmark = [pytest.mark.slow, pytest.mark.grading]
 
 @pytest.fixture(scope="module")
 def hub():
-    """The hub, its two students (ann, bob: Unix users named with a random tag), lab 00 released."""
-    why = hubsite.unavailable()
-    if why:
-        if os.environ.get(hubsite.REQUIRE) == "1":
-            pytest.fail(f"hub test required ({hubsite.REQUIRE}=1) but {why}")
-        pytest.skip(why)
+    """The hub, its two students (ann, bob: Unix users named with a random tag), lab 00 released,
+    their servers started."""
     tag = secrets.token_hex(2)
     names = {"ann": f"ck{tag}ann", "bob": f"ck{tag}bob"}
-    options = "--poll 1" + ("" if sandboxed() else " --unsandboxed")
-    site = hubsite.prepare(list(names.values()), options)
-    traversal = hubsite.Traversal([sys.prefix, os.path.realpath(sys.executable)])  # a venv, and its Python
-    try:
-        for name, password in site.students.items():
-            hubsite.add_user(name, password)
-        traversal.grant(list(site.students))
-        hubsite.check_student_can_run_python(names["ann"])
-        hubsite.nbgrader(site.course, "generate_assignment", LAB)
-        for name in site.students:
-            hubsite.nbgrader(site.course, "db", "student", "add", name)
-        hubsite.nbgrader(site.course, "release_assignment", LAB)
-        hubsite.start(site, options)
+    with hubsite.running(list(names.values()), "--poll 1" + ("" if sandboxed() else " --unsandboxed")) as site:
         site.names = names
         yield site
-    finally:
-        hubsite.stop(site)
-        traversal.restore()
-        for name in site.students:
-            hubsite.remove_user(name)
-        if os.environ.get("COURSE_KIT_KEEP_HUB") != "1":
-            shutil.rmtree(site.base, ignore_errors=True)
 
 
 def _released(hub, student: str) -> dict:
     """Lab 00 as the student's Assignment List lists it."""
     listing = hub.as_student(student, "GET", f"assignments?course_id={COURSE_ID}")
     assert listing["success"], listing
-    return {a["assignment_id"]: a for a in listing["value"] if a["status"] == "released"}
+    return {a["assignment_id"]: a for a in listing["value"] if a["status"] in ("released", "fetched")}
 
 
 def _submit(hub, student: str, notebook: dict | None) -> float:
@@ -108,14 +83,26 @@ def _feedback(hub, student: str) -> str | None:
     return None
 
 
+def _own_rows_once_seen(hub, student: str, timeout_s: float = 30) -> dict:
+    """The student's newest entry on the service's page (logged in through the hub), once the
+    service has seen the submission."""
+    session, _ = _logged_in(hub, student, "/services/autograder/")
+    deadline = time.monotonic() + timeout_s
+    while not (rows := session.get(f"{hub.url}/services/autograder/", params={"format": "json"}, timeout=30).json()):
+        assert time.monotonic() < deadline, f"{student}'s submission never reached the service's page"
+        time.sleep(0.5)
+    return rows[0]
+
+
 def test_students_submit_through_the_hub_and_fetch_the_graders_feedback(hub):
     began = time.monotonic()
     ann, bob = hub.names["ann"], hub.names["bob"]
-    for student in (ann, bob):
-        hub.start_server(student)
-    servers = time.monotonic() - began
     answer = json.loads(nbformat.writes(nbformat.read(solution(LAB), as_version=4)))
     submitted = {ann: _submit(hub, ann, answer), bob: _submit(hub, bob, None)}
+    waiting = _own_rows_once_seen(hub, bob)  # while ann's is graded: bob's place in line, on his page
+    assert waiting["state"] in (sq.QUEUED, sq.GRADING, sq.GRADED), waiting
+    if waiting["state"] == sq.QUEUED:
+        assert waiting["position"] >= 1, waiting
     pages, waited = {}, {}
     deadline = time.monotonic() + FEEDBACK_TIMEOUT_S
     while len(pages) < 2:
@@ -136,4 +123,36 @@ def test_students_submit_through_the_hub_and_fetch_the_graders_feedback(hub):
         assert entries[student].state == sq.GRADED, entries[student]
         print(f"\n{student}: feedback {waited[student]:.0f} s after submit; graded in "
               f"{entries[student].seconds:.0f} s")
-    print(f"servers started in {servers:.0f} s; whole test {time.monotonic() - began:.0f} s")
+    print(f"whole test {time.monotonic() - began:.0f} s")
+
+
+def _logged_in(hub, student: str, next_path: str):
+    """A browser-like session: the hub's login form (PAM, the student's Unix password), then
+    ``next_path``, following the redirects (the service's OAuth round trip included)."""
+    import requests
+
+    session = requests.Session()
+    session.get(f"{hub.url}/hub/login", timeout=30)
+    reply = session.post(f"{hub.url}/hub/login", params={"next": next_path}, timeout=60,
+                         data={"username": student, "password": hub.students[student],
+                               "_xsrf": session.cookies.get("_xsrf", path="/hub/")})
+    return session, reply
+
+
+def test_the_status_page_shows_each_student_only_their_own_submissions(hub):
+    """The service's page behind the hub's login: without a login, the hub's login page; logged
+    in, the student's own entries (text and JSON), never another student's."""
+    import requests
+
+    page = "/services/autograder/"
+    anonymous = requests.get(f"{hub.url}{page}", timeout=30)
+    assert anonymous.url.startswith(f"{hub.url}/hub/login"), anonymous.url
+    ann, bob = hub.names["ann"], hub.names["bob"]
+    for me, other in ((ann, bob), (bob, ann)):
+        session, reply = _logged_in(hub, me, page)
+        assert reply.status_code == 200 and reply.url.startswith(f"{hub.url}{page}"), (reply.url, reply.text[:500])
+        assert f"Your submissions, {me}" in reply.text and other not in reply.text, reply.text
+        rows = session.get(f"{hub.url}{page}", params={"format": "json"}, timeout=30).json()
+        assert {row["student"] for row in rows} <= {me}, rows
+        if rows:  # after the submissions of the test above
+            assert f"{LAB} submitted " in reply.text and "graded, " in reply.text, reply.text
