@@ -299,8 +299,7 @@ def print_status(course: Path, student: str, as_json: bool = False) -> int:
     """``serve COURSE --status STUDENT``: that student's entries, newest first (exit 0)."""
     import json
 
-    book, service = sq.Store(course).load()
-    rows = sq.status(book, student, int(service.get("slots", 1)))
+    rows = status_page.rows(Path(course), student)
     if as_json:
         print(json.dumps(rows, indent=1))
     elif not rows:

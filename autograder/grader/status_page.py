@@ -36,9 +36,40 @@ def wanted() -> bool:
 
 
 def rows(course: Path, student: str) -> list[dict]:
-    """The student's own entries, as ``serve --status`` shows them."""
+    """The student's own entries, newest first, as ``serve --status`` shows them: those the
+    service has taken in (:func:`autograder.grader.submission_queue.status`), and before them
+    those of theirs that arrived in the exchange while a grading round ran (the service takes
+    new submissions in between rounds), each placed after everything already waiting."""
     book, service = sq.Store(course).load()
-    return sq.status(book, student, int(service.get("slots", 1)))
+    slots = int(service.get("slots", 1))
+    return arrivals(course, book, student, slots) + sq.status(book, student, slots)
+
+
+def arrivals(course: Path, book: sq.Book, student: str, slots: int) -> list[dict]:
+    """The student's complete submissions in the exchange the service has not taken in yet, as
+    status rows (state ``arrived``), newest first; none where the exchange cannot be read."""
+    import math
+
+    from . import exchange
+    from .nbgrader_run import SetupError
+
+    try:
+        complete, _ = exchange.scan(exchange.place(course))
+    except (OSError, SetupError):
+        return []
+    waiting = len(sq.order(book))
+    typical = sq.typical_seconds(book)
+    out = []
+    for k, item in enumerate((i for i in complete if i.name not in book), 1):
+        if item.student == student:
+            position = waiting + k
+            out.append({"name": item.name, "student": item.student, "lab": item.assignment,
+                        "submitted": item.timestamp, "when": item.when, "seen": 0.0, "state": sq.ARRIVED,
+                        "message": "arrived while a grading round runs: the service takes it in when that round "
+                                   "ends, after what was already waiting",
+                        "position": position, "score": None, "max_score": None,
+                        "wait_s": None if typical is None else math.ceil(position / max(slots, 1)) * typical})
+    return sorted(out, key=lambda r: (r["when"], r["name"]), reverse=True)
 
 
 def render(student: str, entries: list[dict]) -> str:
