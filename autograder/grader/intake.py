@@ -52,7 +52,7 @@ def kit_cells() -> dict[str, frozenset[str]]:
     """The grade_ids of every lab the kit ships, from its own notebooks: a course that released
     only lab 00 still tells lab 01's notebook from lab 00's (they share only the locked cells)."""
     from ..checks import points
-    from ..selfcheck import labs
+    from ..labs import all_labs as labs
 
     out = {}
     for lab in labs():
