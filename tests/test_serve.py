@@ -16,7 +16,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import cli
-from autograder.grader import exchange, intake, serve
+from autograder.grader import exchange, intake, serve, status_page
 from autograder.grader import submission_queue as sq
 from autograder.report import Outcome, Result
 from notebooks import make_course, released, sandboxed
@@ -344,3 +344,52 @@ def test_submit_serve_once_and_fetch_feedback_through_a_real_exchange(tmp_path):
     assert not list((bob / LAB).glob("feedback/*/*.html"))
     print(f"\nserve --once: {seconds:.0f} s (ann graded in {by['ann'].seconds:.0f} s); "
           f"whole test {time.monotonic() - began:.0f} s")
+
+
+def test_another_labs_notebook_is_refused_when_only_this_lab_is_released(tmp_path):
+    """Seen through the hub: a course that has released only lab 00 took lab 01's notebook for
+    lab 00's (they share the locked cells) and graded it 0 with an nbgrader error. The kit's own
+    labs tell them apart."""
+    course = make_course(tmp_path / "course", [])
+    (course / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(released(LAB), course / "labs" / LAB)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment(LAB)
+        gb.update_or_create_student("ann")
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    shutil.copy(released("01_actor_scaling"), folder / f"{LAB}.ipynb")
+    why = intake.problem(folder, "ann", LAB, intake.roster(course), 50 * 2**20)
+    assert why and "holds none of lab 00_measure's cells (it looks like lab 01_actor_scaling's notebook)" in why, why
+    shutil.copy(released(LAB), folder / f"{LAB}.ipynb")
+    assert intake.problem(folder, "ann", LAB, intake.roster(course), 50 * 2**20) is None
+
+
+def test_a_submission_arriving_during_a_grading_round_is_shown_before_it_is_taken_in(course, capsys):
+    """Seen through the hub: the service takes new submissions in between grading rounds, so a
+    student who submitted during a round saw nothing on their page for up to a minute. Now it is
+    there at once, placed after everything already waiting."""
+    _inbound(course, "ben", LAB, "10:00:00")
+    service = _service(course, Stub())
+    service.admit()
+    _inbound(course, "ann", LAB, "10:00:05")  # while ben's round runs: not taken in yet
+    rows = status_page.rows(course, "ann")
+    assert rows[0]["state"] == sq.ARRIVED and rows[0]["position"] == 2 and rows[0]["wait_s"] is None, rows
+    assert "number 2 in the queue" in sq.describe(rows[0]) and "arrived while a grading round runs" in sq.describe(
+        rows[0])
+    service.run(once=True)
+    assert [r["state"] for r in status_page.rows(course, "ann")] == [sq.GRADED]
+    assert cli.main(["serve", str(course), "--status", "ann"]) == 0
+    assert "graded, 2/4" in capsys.readouterr().out
+
+
+def test_the_wait_counts_rounds_that_last_as_long_as_their_slowest_grading():
+    """Two slots: a 15 s blank beside a 50 s solution still takes its slot for 50 s."""
+    book = {}
+    for t, student in enumerate(["ann", "ben", "cat", "dan", "eve"]):
+        book, _ = _admit(book, student, LAB, t)
+    book, pair = sq.claim(book, 2, now=10)
+    book = sq.finish(book, pair[0].name, 60, score=4, max_score=4, seconds=50)
+    book = sq.finish(book, pair[1].name, 60, score=0, max_score=4, seconds=15)
+    assert sq.typical_seconds(book) == 50
+    assert sq.status(book, "eve", slots=2)[0]["wait_s"] == 100  # number 3: two rounds
