@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..report import Outcome
-from . import exchange, intake
+from . import exchange, intake, status_page
 from . import submission_queue as sq
 from .nbgrader_run import SetupError
 
@@ -299,8 +299,7 @@ def print_status(course: Path, student: str, as_json: bool = False) -> int:
     """``serve COURSE --status STUDENT``: that student's entries, newest first (exit 0)."""
     import json
 
-    book, service = sq.Store(course).load()
-    rows = sq.status(book, student, int(service.get("slots", 1)))
+    rows = status_page.rows(Path(course), student)
     if as_json:
         print(json.dumps(rows, indent=1))
     elif not rows:
@@ -330,6 +329,8 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
     with Lock(course):
         stop = signal.signal(signal.SIGTERM, _interrupt)
         try:
+            if status_page.wanted():  # a JupyterHub managed service with a url: the students' page
+                status_page.start(course, log)
             if side_by_side:
                 import ray
 
