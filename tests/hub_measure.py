@@ -153,7 +153,8 @@ def shown_once_seen(hub, student: str, since: float, timeout_s: float = 20) -> d
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         rows = page_rows(hub, student)
-        if rows and rows[0]["seen"] >= since - 1:
+        # taken in (``seen``) or, while a grading round runs, shown as arrived (its submit time)
+        if rows and max(rows[0]["seen"], rows[0].get("when") or 0.0 if rows[0]["state"] == sq.ARRIVED else 0.0) >= since - 1:
             return {k: rows[0][k] for k in ("position", "wait_s", "state")} | {"line": sq.describe(rows[0])}
         time.sleep(0.5)
     return {"state": "not seen in 20 s"}
@@ -177,7 +178,8 @@ def a_class(hub, students: list[str], window_s: float) -> dict:
     for student in students:
         e = book[student][-1]
         rows.append({"student": student, "state": e.state, "score": e.score, "shown": shown[student],
-                     "waited_s": e.started - e.seen, "grading_s": e.seconds, "feedback_after_s": e.finished - e.seen,
+                     "waited_s": e.started - e.seen, "waited_from_submit_s": e.started - submitted[student],
+                     "grading_s": e.seconds, "feedback_after_s": e.finished - e.seen,
                      "started": e.started})
     order = [r["student"] for r in sorted(rows, key=lambda r: r["started"])]
     out = {"submitted_order": students, "graded_order": order, "rows": rows,
