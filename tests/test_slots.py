@@ -4,6 +4,7 @@ again, and side-by-side grading refused without the sandbox."""
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 import subprocess
 import sys
 import time
@@ -134,8 +135,11 @@ def test_grade_refuses_a_concurrency_calibrate_found_unfair(tmp_path, monkeypatc
     """A tier that separated one at a time but not N at a time refuses --workers N for its lab;
     one that never separated is said, not refused; a tier never measured at N refuses too, unless
     --uncalibrated; a lab with no timed tier needs no calibration."""
+    from functools import partial
+
     from autograder.grader import fair_timing
 
+    fair_timing = SimpleNamespace(record=fair_timing.record, allowed=partial(fair_timing.allowed, cores=4))
     record = tmp_path / "calibration.json"
     ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
     assert not ok and "has not measured 01_actor_scaling/driver, 01_actor_scaling/worker" in why
@@ -157,6 +161,21 @@ def test_grade_refuses_a_concurrency_calibrate_found_unfair(tmp_path, monkeypatc
     ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
     assert ok and "every tier separates" in why
     assert not fair_timing.allowed(3, {"01_actor_scaling"}, record)[0]  # measured at 2, not at 3
+
+
+def test_grade_refuses_slots_too_small_for_a_lab_whatever_calibrate_found(tmp_path):
+    """Lab 01's throughput-model checks have no reference beside them: --workers 2 on 2 cores
+    (one core a slot) is refused even calibrated and even --uncalibrated; on 4 cores it is not."""
+    from autograder.grader import fair_timing
+
+    record = tmp_path / "calibration.json"
+    fair_timing.record(2, dict.fromkeys(fair_timing.wanted({"01_actor_scaling"}), True), record)
+    for uncalibrated in (False, True):
+        ok, why = fair_timing.allowed(2, {"01_actor_scaling", "00_measure"}, record, cores=2, uncalibrated=uncalibrated)
+        assert not ok and "01_actor_scaling needs 2 cores a grading slot, and 2 slots on 2 cores get 1" in why
+        assert "00_measure" not in why
+    assert fair_timing.allowed(2, {"01_actor_scaling"}, record, cores=4)[0]
+    assert fair_timing.too_few_cores(3, {"01_actor_scaling"}, cores=5)  # 5 cores cut in 3: a slot gets 1
 
 
 def test_sandboxed_code_cannot_widen_its_cores_beyond_its_slot(tmp_path):

@@ -108,14 +108,39 @@ def wanted(labs: set[str]) -> set[str]:
     return keys
 
 
-def allowed(workers: int, labs: set[str], path: Path = RECORD, *, uncalibrated: bool = False) -> tuple[bool, str]:
+def too_few_cores(workers: int, labs: set[str], cores: int | None = None) -> list[str]:
+    """The labs of ``labs`` whose grades need more cores a slot (:func:`autograder.labs.min_slot_cores`)
+    than ``workers`` slots on this machine's ``cores`` get, each said with what it needs."""
+    from ..labs import UnknownLab, min_slot_cores
+
+    cores = len(os.sched_getaffinity(0)) if cores is None else cores
+    per_slot = min(len(s) for s in split(list(range(cores)), workers))
+    short = []
+    for lab in sorted(labs):
+        try:
+            need = min_slot_cores(lab)
+        except UnknownLab:
+            continue
+        if per_slot < need:
+            short.append(f"{lab} needs {need} cores a grading slot, and {workers} slots on {cores} cores get {per_slot}")
+    return short
+
+
+def allowed(workers: int, labs: set[str], path: Path = RECORD, *, uncalibrated: bool = False,
+            cores: int | None = None) -> tuple[bool, str]:
     """Whether ``grade --workers workers`` may grade ``labs`` here, and what calibrate found.
+
+    Refused first, whatever calibrate found: a lab whose grades need more cores a slot than
+    ``workers`` slots of this machine's ``cores`` get (:func:`too_few_cores`).
 
     Refused: a tier of one of ``labs`` that separated one at a time (``calibrate`` without
     ``--workers``, or ``--workers 1``) but not ``workers`` at a time; and a tier never measured
     ``workers`` at a time here, unless ``uncalibrated`` (then said). A tier that did not
     separate one at a time either is the lab's calibration problem, not concurrency's: said, not refused.
     """
+    if short := too_few_cores(workers, labs, cores):
+        return False, (f"{'; '.join(short)}: grade with fewer workers, or on more cores (a check of these labs "
+                       f"is not timed against a reference beside it, so a starved slot costs honest work points)")
     here = _read(path).get(_machine(), {})
     found = here.get(str(workers), {}).get("checks", {})
     alone = here.get("1", {}).get("checks", {})

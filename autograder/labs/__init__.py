@@ -83,6 +83,14 @@ def own_reference_ray(lab: str) -> bool:
     return needs_ray(lab) and getattr(spec(lab), "REFERENCE_RAY", "shared") == "own"
 
 
+def min_slot_cores(lab: str) -> int:
+    """The fewest cores one grading slot must have for ``lab``'s grades to hold (its spec's
+    ``MIN_SLOT_CORES``, default 1). A check that is no ratio to a reference timed side by side
+    (lab 01's throughput model: measured over the learner's own prediction) has no reference to
+    cancel a starved slot, so ``grade --workers N`` does not cut the machine finer than this."""
+    return int(getattr(spec(lab), "MIN_SLOT_CORES", 1))
+
+
 def pauses_learner(lab: str) -> str | None:
     """How the learner's side (its kernel and the lab's Ray) is kept off the cores while the
     reference's turn is timed, where the reference has a Ray of its own: ``"freeze"`` (stopped) or
