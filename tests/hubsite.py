@@ -28,7 +28,7 @@ from pathlib import Path
 from notebooks import ROOT
 
 HUB_CONFIG = ROOT / "tests" / "hub" / "jupyterhub_config.py"
-DRIVER_CONFIG = ROOT / "tests" / "hub" / "test_driver_config.py"
+DRIVER_CONFIG = ROOT / "tests" / "hub" / "driver_config.py"
 COURSE_ID = "kit101"
 LAB = "00_measure"
 REQUIRE = "COURSE_KIT_REQUIRE_HUB"  # .ci/run sets it: a missing piece fails the test instead of skipping it

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 -- provided by JupyterHub when it loads this file
-load_subconfig(os.path.join(os.path.dirname(__file__), "test_driver_config.py"))  # noqa: F821
+load_subconfig(os.path.join(os.path.dirname(__file__), "driver_config.py"))  # noqa: F821
 
 c.JupyterHub.services.append({
     "name": "formgrader",
