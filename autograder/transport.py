@@ -183,7 +183,7 @@ class Learner:
         if self.names is not None and not name.startswith("kit.") and name not in self.names:
             # the check's bug (a grader fault, never the learner's): every learner name a check
             # calls is declared once, in the lab's spec, which also gives it its deadline guard
-            raise LookupError(f"a check called {name!r}, which is not in the lab's LEARNER_NAMES "
+            raise LookupError(f"a check called {name!r}, which is not in the lab's learner_names "
                               f"({', '.join(self.names)})")
         if name in self.hung:
             raise AssertionError(f"{what} was already stopped once for running past "

@@ -6,7 +6,7 @@ reference against itself); self-paced learners read the solution notebook. Two c
 drift apart would grade against one solution while showing another, so this test parses both
 with :mod:`ast` and holds them identical:
 
-* every name the lab's checks call (its spec's ``LEARNER_NAMES``) is defined in the notebook's
+* every name the lab's checks call (its spec's ``learner_names``) is defined in the notebook's
   solution cells and in the reference module -- or is listed in :data:`NOTEBOOK_ONLY`, saying why;
 * every name defined at the top level of both (the learner's functions and classes, and the
   given code around them: lab 04's ``Worker``) has the same definition on both sides: the same

@@ -260,7 +260,7 @@ def test_lab01_grader_ray_and_reference_process_cannot_be_slowed_traced_read_or_
 # Found by this corpus: a Ray lab's kernel and its Ray tasks ran as the user of the reference process
 # and of the Ray it ran in, in their PID namespace, so they could see and kill them (0 points for the
 # submission, no gain). Lab 01's reference now has a Ray of its own, as another user, in PID, network
-# and mount namespaces no learner process enters (its spec's REFERENCE_RAY; test_calibrate checks the
+# and mount namespaces no learner process enters (its spec's reference_ray; test_calibrate checks the
 # reference process's user and namespaces). What the kernel still sees is its own side: the lab's Ray
 # and the grader's process that starts it (kit steps only), which it may kill at the cost of its own
 # points. Labs 04 and 05 still share one Ray (docs/security/sandbox.md).

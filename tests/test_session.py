@@ -305,7 +305,7 @@ def test_side_by_side_times_every_reference_turn_with_the_learner_side_paused(mo
 def test_the_labs_whose_reference_has_a_ray_of_its_own_keep_the_learner_side_off_the_cores():
     """Labs 01, 02 and 05 freeze the learner's side in the reference's turns; lab 04 puts it at
     idle CPU priority (its emulated cluster ran slower after every thaw: its spec's
-    PAUSE_LEARNER); labs 00 and 03 have no lab Ray to pause."""
+    pause_learner); labs 00 and 03 have no lab Ray to pause."""
     from autograder import labs
 
     assert {lab for lab in labs.all_labs() if labs.own_reference_ray(lab)} == {
@@ -386,5 +386,5 @@ def test_a_check_may_call_only_the_learner_names_its_labs_spec_declares():
     session = Session("00_measure", learner=Learner(namespace={"throughput": lambda fn, items: 1.5}))
     assert session.learner.names == ("throughput", "best_batch_size", "submit_batch")
     assert session.learner.call("throughput", None, 3, what="throughput(fn, items)", returns="number") == 1.5
-    with pytest.raises(LookupError, match="not in the lab's LEARNER_NAMES"):
+    with pytest.raises(LookupError, match="not in the lab's learner_names"):
         session.learner.call("plan", what="plan()")

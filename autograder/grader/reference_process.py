@@ -6,7 +6,7 @@ requests over a channel (:mod:`autograder.channel`), carried out by the same kit
 (:mod:`autograder.agent`), timed by the grader's clock, interleaved.
 
 For labs whose checks need Ray, a process of this program also *starts* a Ray (the fleet's
-resources, :func:`course.fleet.start`, or the lab's ``RAY_START`` step). The lab's Ray, which
+resources, :func:`course.fleet.start`, or the lab's ``ray_start`` step). The lab's Ray, which
 the learner's kernel joins through ``RAY_ADDRESS``, holds the grader's instruments and the
 learner's actors; graded sandboxed, that process runs the lab's kit steps only (``instruments``)
 and the reference process starts a Ray of its own that no learner process reaches

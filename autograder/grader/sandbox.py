@@ -40,7 +40,7 @@ from . import syscalls
 KIT_ROOT = Path(__file__).resolve().parents[2]
 LEARNER_UID = 61000      # the uid learner code runs as (no entry in the host's /etc/passwd)
 GRADER_RAY_UID = 61001   # the uid of a lab's Ray and the process that starts it, when they run sandboxed
-REFERENCE_UID = 61002    # the uid of a reference process with a Ray of its own (a lab's spec: REFERENCE_RAY)
+REFERENCE_UID = 61002    # the uid of a reference process with a Ray of its own (a lab's spec: reference_ray)
 SANDBOX_GID = 61000      # shared by both, so a kernel can reach its lab's Ray session files
 HOME = "/home/learner"
 TOOLS = ("bwrap", "setpriv", "prlimit")

@@ -4,5 +4,10 @@ The lab's spec, read by the grader, the reference process and the learner's kern
 (:mod:`autograder.labs`).
 """
 
-LAB = "00_measure"
-LEARNER_NAMES = ("throughput", "best_batch_size", "submit_batch")  # what the checks call
+from autograder.labs import LabSpec
+
+SPEC = LabSpec(
+    lab="00_measure",
+    learner_names=("throughput", "best_batch_size", "submit_batch"),  # what the checks call
+)
+LAB = SPEC.lab

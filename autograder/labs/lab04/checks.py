@@ -3,8 +3,8 @@
 All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: a process of its
 own starts the emulated multi-node cluster, and the learner's kernel joins it; graded sandboxed,
 the reference's jobs run on a second emulated cluster of the same shape, out of the kernel's
-sight (the lab's spec: ``REFERENCE_RAY``), with a shard store of their own; the learner's side
-is at idle CPU priority, not frozen, while they are timed (its spec's ``PAUSE_LEARNER``). Each side's *shard store*
+sight (the lab's spec: ``reference_ray``), with a shard store of their own; the learner's side
+is at idle CPU priority, not frozen, while they are timed (its spec's ``pause_learner``). Each side's *shard store*
 (:class:`autograder.labs.lab04.instruments.ShardStore`, an actor learner code can read from but
 not change) produces fresh seeded shards for every round, in a seeded, uneven placement unlike
 the notebook's round-robin one, and hands them out without their seeds.

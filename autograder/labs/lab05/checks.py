@@ -2,7 +2,7 @@
 
 All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: a process of its
 own starts it, and the learner's kernel joins it; graded sandboxed, the reference pipeline runs in
-a Ray of its own, out of the kernel's sight (the lab's spec: ``REFERENCE_RAY``), and the learner's
+a Ray of its own, out of the kernel's sight (the lab's spec: ``reference_ray``), and the learner's
 side is paused while it is timed (:meth:`Session.side_by_side <autograder.grader.session.Session.side_by_side>`).
 
 * **The plan**: the learner's ``plan(target, image_px, measured)`` gets the grader's own seeded
