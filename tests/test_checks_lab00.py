@@ -3,6 +3,7 @@ reference passes, each mistake fails its own check with its own reason."""
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 
@@ -134,7 +135,10 @@ def test_batch_checks_pass_the_reference_and_fail_a_fixed_answer():
     passes("batch-model", best_batch_size=reference.best_batch_size)
     wrong = next(n for n in lab00.CANDIDATES if n != lab00.BatchModel(Session(lab00.LAB, seed=SEED), 5).best)
     fails("batch-model", f"returned {wrong}; on this cost model", best_batch_size=lambda run, candidates: wrong)
-    passes("batch-real-tier1", best_batch_size=reference.best_batch_size)
+    tier1 = verdict("batch-real-tier1", best_batch_size=reference.best_batch_size)
+    # a pass says what was measured: the learner sees their ratio, not only "passed"
+    assert tier1.passed and re.fullmatch(r"measured \d+\.\d\dx the reference, side by side \(this tier needs "
+                                         r"[\d.]+x\)", tier1.message), tier1.message
 
 
 def test_batch_real_fails_a_choice_that_measures_nothing():

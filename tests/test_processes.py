@@ -6,6 +6,8 @@ import os
 import sys
 import time
 
+import pytest
+
 from autograder.grader import processes
 
 BOMB = """
@@ -52,3 +54,46 @@ def test_endless_output_is_stopped_and_never_held_in_memory():
                                  poll_s=0.1, output_limit_bytes=2**20)
     assert proc.returncode == 125 and proc.stderr.splitlines()[-1] == "wrote more than 1 MiB of output"
     assert len(proc.stderr) < 2**20 + 100
+
+
+def _marked(token: str) -> list[str]:
+    """The command lines of live processes whose environment holds ``token``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as f:
+                    if token.encode() in f.read() and not processes._zombie(int(entry.name)):
+                        found.append(processes._command(int(entry.name)))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.grading
+def test_check_stopped_by_sigterm_takes_its_grading_with_it(tmp_path):
+    """``kill`` of a running ``check`` (a CI timeout, an instructor's Ctrl-C's twin) ends its
+    ``nbgrader autograde`` and reference process too, rather than leaving them running orphaned
+    (seen 2026-12-07: both kept running after ``check`` had gone)."""
+    import secrets
+    import subprocess
+
+    from notebooks import ROOT, sandboxed, solution
+
+    token = f"CK_SIGTERM_{secrets.token_hex(4)}"
+    argv = [sys.executable, "-m", "autograder", "check", str(solution("00_measure"))]
+    proc = subprocess.Popen(argv + ([] if sandboxed() else ["--unsandboxed"]), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, token: "1"})
+    deadline = time.monotonic() + 120
+    while not any("autograde" in c for c in _marked(token)):  # the grading is under way
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0][-2000:]
+        time.sleep(0.2)
+    time.sleep(3)  # the kernel and the reference process are running by now
+    proc.terminate()
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in out, out[-2000:]
+    deadline = time.monotonic() + 10
+    while left := _marked(token):
+        assert time.monotonic() < deadline, f"still running after check was stopped: {left}"
+        time.sleep(0.5)

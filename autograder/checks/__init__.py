@@ -2,7 +2,8 @@
 
 A check takes the grading :class:`~autograder.grader.session.Session`, reaches learner code only
 through ``session.learner.call(...)`` (and the reference through ``session.reference``), and
-raises ``AssertionError`` with a one-line reason when a target is missed. It runs in the
+raises ``AssertionError`` with a one-line reason when a target is missed (and may return a
+one-line note of what it measured when it passes, which the feedback shows). It runs in the
 grader's process (docs/security/trust-boundary.md); its hidden test cell is
 ``autograder.grade("<name>")``, and its verdict is the grade whatever the kernel shows. The
 check's name is that cell's nbgrader ``grade_id`` without the ``test-`` prefix, and its points
@@ -82,7 +83,9 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], measu
 
     ``measure(session)`` returns a result with a ``ratio`` (learner / reference, measured
     side by side); it runs once per grading run and every tier reads it. Tier ``i`` passes
-    when ``ratio >= thresholds[i]``; otherwise it fails with ``explain(result, threshold)``.
+    when ``ratio >= thresholds[i]``, and says the ratio it measured (a learner sees how far
+    above the tier they are, not only that they passed); otherwise it fails with
+    ``explain(result, threshold)``.
     """
 
     def tier(threshold: float):
@@ -90,6 +93,7 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], measu
             result = session.memo(measure, lambda: measure(session))
             if not result.ratio >= threshold:
                 raise AssertionError(explain(result, threshold))
+            return f"measured {result.ratio:.2f}x the reference, side by side (this tier needs {threshold:g}x)"
 
         return check
 

@@ -167,28 +167,39 @@ def run_watched(cmd: list[str], *, cwd, env: dict, timeout_s: float,
     returned is at most the last ``output_limit_bytes`` of each. The reason is the last line of stderr."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        deadline = time.monotonic() + timeout_s
-        why = None
-        while True:
-            try:
-                proc.wait(timeout=poll_s)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if time.monotonic() > deadline:
-                why = (124, f"timed out after {timeout_s:g} s")
-            elif memory_limit_bytes and memory_bytes([proc.pid, *descendants(proc.pid)]) > memory_limit_bytes:
-                why = (137, f"used more than {memory_limit_bytes / 2**30:g} GiB of memory")
-            elif max(os.fstat(out.fileno()).st_size, os.fstat(err.fileno()).st_size) > output_limit_bytes:
-                why = (125, f"wrote more than {output_limit_bytes / 2**20:g} MiB of output")
-            if why:
-                kill_tree(proc.pid)
-                proc.wait()
-                break
+        try:
+            why = _watch(proc, out, err, time.monotonic() + timeout_s, timeout_s, memory_limit_bytes, poll_s,
+                         output_limit_bytes)
+        except BaseException:  # the grader itself is stopped (Ctrl-C, SIGTERM): the command goes with it
+            kill_tree(proc.pid)
+            proc.wait()
+            raise
         stdout, stderr = _tail(out, output_limit_bytes), _tail(err, output_limit_bytes)
     if why:
         return subprocess.CompletedProcess(cmd, why[0], stdout, stderr + f"\n{why[1]}")
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
+def _watch(proc, out, err, deadline: float, timeout_s: float, memory_limit_bytes: float | None, poll_s: float,
+           output_limit_bytes: int) -> tuple[int, str] | None:
+    """Wait for ``proc``; stop its tree at the first limit it passes, and say which (see :func:`run_watched`)."""
+    while True:
+        try:
+            proc.wait(timeout=poll_s)
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        why = None
+        if time.monotonic() > deadline:
+            why = (124, f"timed out after {timeout_s:g} s")
+        elif memory_limit_bytes and memory_bytes([proc.pid, *descendants(proc.pid)]) > memory_limit_bytes:
+            why = (137, f"used more than {memory_limit_bytes / 2**30:g} GiB of memory")
+        elif max(os.fstat(out.fileno()).st_size, os.fstat(err.fileno()).st_size) > output_limit_bytes:
+            why = (125, f"wrote more than {output_limit_bytes / 2**20:g} MiB of output")
+        if why:
+            kill_tree(proc.pid)
+            proc.wait()
+            return why
 
 
 def _tail(f, limit: int) -> str:

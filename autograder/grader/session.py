@@ -297,8 +297,8 @@ class Session:
                 return Result(name, 0.0, check.points, "asked for after grading had ended")
             self._prepared()  # no background start-up runs beside a check
             try:
-                check.fn(self)
-                result = Result(name, check.points, check.points, "")
+                note = check.fn(self)  # a check may say what it measured when it passes (see checks.tiers)
+                result = Result(name, check.points, check.points, note[:500] if isinstance(note, str) else "")
             except AssertionError as exc:
                 result = Result(name, 0.0, check.points, str(exc).strip().splitlines()[0][:500]
                                 if str(exc).strip() else "failed")
