@@ -32,9 +32,10 @@ from notebooks import sandboxed, solution
 
 FEEDBACK_TIMEOUT_S = 420  # both gradings, one after the other (a sandboxed lab 00 solution takes ~1-2 min here)
 
-# In the default set. Once (2026-12-07) both failed inside a full default run while a second hub
-# test ran beside it on the same 2 cores; in CI's venv, after every default test file before it,
-# they passed (70 s, setup included), so that second run is the likely cause.
+# In the default set. Inside full CI runs both failed (2026-12-07): on a loaded machine bob's
+# submission reaches the exchange while ann's round runs, and his page then shows it "arrived"
+# (the status page's state for that), which this test did not yet accept; the status-page test
+# failed after it, finding no graded entry.
 pytestmark = [pytest.mark.slow, pytest.mark.grading]
 
 
@@ -103,8 +104,10 @@ def test_students_submit_through_the_hub_and_fetch_the_graders_feedback(hub):
     answer = json.loads(nbformat.writes(nbformat.read(solution(LAB), as_version=4)))
     submitted = {ann: _submit(hub, ann, answer), bob: _submit(hub, bob, None)}
     waiting = _own_rows_once_seen(hub, bob)  # while ann's is graded: bob's place in line, on his page
-    assert waiting["state"] in (sq.QUEUED, sq.GRADING, sq.GRADED), waiting
-    if waiting["state"] == sq.QUEUED:
+    # arrived: in the exchange while ann's round runs (the service takes it in when that round
+    # ends); queued: taken in before it began -- which depends on how fast the machine is
+    assert waiting["state"] in (sq.ARRIVED, sq.QUEUED, sq.GRADING, sq.GRADED), waiting
+    if waiting["state"] in (sq.ARRIVED, sq.QUEUED):
         assert waiting["position"] >= 1, waiting
     pages, waited = {}, {}
     deadline = time.monotonic() + FEEDBACK_TIMEOUT_S
