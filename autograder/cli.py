@@ -7,12 +7,11 @@ at least one submission (the report and CSV say which and why); 2 usage or set-u
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
 from pathlib import Path
 
 from .labs import UnknownLab
+from .grader.processes import sigterm_as_ctrl_c
 from .grader.nbgrader_run import (DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S,
                            SetupError)
 
@@ -101,30 +100,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-@contextlib.contextmanager
-def _sigterm_as_ctrl_c():
-    """SIGTERM (``kill``, a hub stopping its service, a CI timeout) ends a command as Ctrl-C does:
-    its ``finally`` blocks then end what it started -- the ``nbgrader autograde`` of a submission,
-    the reference process, the sandboxes -- instead of leaving them running, orphaned."""
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    except ValueError:  # not the main thread (a caller embedding the CLI): signals are its business
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _raise_interrupt(*_args) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        with _sigterm_as_ctrl_c():
+        with sigterm_as_ctrl_c():
             return _run(args)
     except KeyboardInterrupt:
         print(f"{args.command}: interrupted; what it had started is stopped", file=sys.stderr)

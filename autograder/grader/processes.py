@@ -11,6 +11,7 @@ cap on its whole process tree.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -25,6 +26,26 @@ OUTPUT_LIMIT_BYTES = 64 * 2**20  # what a graded process may write to stdout or 
 # ``python -P`` (3.11+): no working folder first on sys.path, where a submission could plant a
 # module that a grader process started later (or importing lazily) would run.
 SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c():
+    """SIGTERM (``kill``, a hub stopping its service, a CI timeout) ends a command as Ctrl-C does:
+    its ``finally`` blocks then end what it started -- the ``nbgrader autograde`` of a submission,
+    the reference process, the sandboxes -- instead of leaving them running, orphaned."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    except ValueError:  # not the main thread (a caller embedding the grader): signals are its business
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(*_args) -> None:
+    raise KeyboardInterrupt
 
 
 def become_subreaper() -> bool:
@@ -168,8 +189,7 @@ def run_watched(cmd: list[str], *, cwd, env: dict, timeout_s: float,
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         try:
-            why = _watch(proc, out, err, time.monotonic() + timeout_s, timeout_s, memory_limit_bytes, poll_s,
-                         output_limit_bytes)
+            why = _watch(proc, out, err, timeout_s, memory_limit_bytes, poll_s, output_limit_bytes)
         except BaseException:  # the grader itself is stopped (Ctrl-C, SIGTERM): the command goes with it
             kill_tree(proc.pid)
             proc.wait()
@@ -180,9 +200,10 @@ def run_watched(cmd: list[str], *, cwd, env: dict, timeout_s: float,
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
 
-def _watch(proc, out, err, deadline: float, timeout_s: float, memory_limit_bytes: float | None, poll_s: float,
+def _watch(proc, out, err, timeout_s: float, memory_limit_bytes: float | None, poll_s: float,
            output_limit_bytes: int) -> tuple[int, str] | None:
     """Wait for ``proc``; stop its tree at the first limit it passes, and say which (see :func:`run_watched`)."""
+    deadline = time.monotonic() + timeout_s
     while True:
         try:
             proc.wait(timeout=poll_s)

@@ -23,7 +23,6 @@ goes on.
 from __future__ import annotations
 
 import fcntl
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -34,6 +33,7 @@ from ..report import Outcome
 from . import exchange, intake, status_page
 from . import submission_queue as sq
 from .nbgrader_run import SetupError
+from .processes import sigterm_as_ctrl_c
 
 DEFAULT_POLL_S = 10.0
 ARRIVING_GRACE_S = 600.0  # an inbound folder without nbgrader's secret this long never finished arriving
@@ -326,8 +326,7 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
                                      uncalibrated)
     limits["sandboxed"] = sandboxed
     slots = 1
-    with Lock(course):
-        stop = signal.signal(signal.SIGTERM, _interrupt)
+    with Lock(course), sigterm_as_ctrl_c():  # SIGTERM stops the service as Ctrl-C does
         try:
             if status_page.wanted():  # a JupyterHub managed service with a url: the students' page
                 status_page.start(course, log)
@@ -347,13 +346,7 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
             log("stopped: what was being graded is graded again from the start at the next start")
             return 0
         finally:
-            signal.signal(signal.SIGTERM, stop)
             if side_by_side:
                 import ray
 
                 ray.shutdown()
-
-
-def _interrupt(*_args) -> None:
-    """SIGTERM stops the service as Ctrl-C does."""
-    raise KeyboardInterrupt
