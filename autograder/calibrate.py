@@ -143,8 +143,9 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers
 
     Each copy is measured in a learner's sandbox, as grading measures a kernel, where one can be
     made here; ``in_process`` (or no sandbox here, said in one line) measures both in this process.
-    ``workers`` > 1: that many calibrations at once, one per grading slot's cores
-    (:mod:`autograder.grader.fair_timing`). Either way the verdict is kept for ``grade --workers``.
+    ``workers`` > 1: that many calibrations at once, one per grading slot's cores, then each lab's
+    solution graded that many at a time (:mod:`autograder.grader.fair_timing`); exit code 1 also
+    when a solution lost a point. Either way the verdict is kept for ``grade --workers``.
     """
     from .grader import fair_timing, sandbox
 
@@ -153,10 +154,14 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers
         for_lab(name)
     if workers > 1:
         verdict = fair_timing.measure(lab, workers, runs, in_process=in_process)
-        fair_timing.record(workers, verdict)
+        lost = fair_timing.grade_solutions(chosen, workers, runs, sandboxed=not in_process)
+        fair_timing.record(workers, verdict, lost=lost)
         for key, ok in sorted(verdict.items()):
             print(f"{workers} side by side: {key:<34} {'ok' if ok else 'DOES NOT SEPARATE'}")
-        return 0 if all(verdict.values()) else 1
+        for name, what in sorted(lost.items()):
+            print(f"{workers} side by side: {name + ' solution':<34} "
+                  f"{'LOST ' + ', '.join(what) if what else 'full marks in every slot'}")
+        return 0 if all(verdict.values()) and not any(lost.values()) else 1
     rows, extra = [], {}
     # the table goes to stdout as text, or to stderr as it is measured when stdout is JSON
     # (a long --runs N run shows its progress, and its rows survive in the log)

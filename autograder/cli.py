@@ -89,11 +89,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("colab", help="write each lab's setup cell and Colab badge from pyproject's [tool.course-kit]")
 
     k = sub.add_parser("calibrate", help="can each tier tell the reference from a degraded copy on this machine?",
-                       epilog="Exit code 1 when a tier did not separate the reference from its degraded copy.")
+                       epilog="Exit code 1 when a tier did not separate the reference from its degraded copy, "
+                              "or (--workers N) when a lab's solution lost a point graded N at a time.")
     k.add_argument("lab", nargs="?")
     k.add_argument("--runs", type=int, default=1, metavar="N", help="measure N times (default %(default)s)")
     k.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="N calibrations side by side, each on one grading slot's cores, as grade --workers N grades")
+                   help="N calibrations side by side, each on one grading slot's cores, as grade --workers N grades; "
+                        "then each lab's solution graded N at a time")
     k.add_argument("--json", action="store_true", help="print JSON instead of text")
     k.add_argument("--in-process", action="store_true",
                    help="measure both copies in this process, not sandboxed as grading runs them (faster, less faithful)")

@@ -177,3 +177,29 @@ def test_sandboxed_lab_04s_reference_jobs_read_shards_on_a_cluster_of_their_own(
         assert uid.split() == [str(sandbox.REFERENCE_UID)] * 4, uid
         for ns in ("pid", "net", "mnt"):
             assert os.readlink(f"/proc/{ref}/ns/{ns}") != os.readlink(f"/proc/{pid}/ns/{ns}"), ns
+
+
+@only_extended("the two halves of calibrate --workers N are tested with stand-ins, tests/test_slots.py; "
+               "the session notes report the real runs of labs 00-05")
+@pytest.mark.slow
+@pytest.mark.grading
+def test_calibrate_workers_2_measures_lab_00s_tiers_and_grades_its_solution_in_both_slots(tmp_path):
+    """The real ``calibrate 00_measure --workers 2``: both slots' tiers separate, both slots grade
+    the solution at full marks, and the record ``grade --workers 2`` reads says so."""
+    import json
+    import subprocess
+    import sys
+
+    if len(os.sched_getaffinity(0)) < 2 or sandbox.unavailable():
+        pytest.skip("needs two cores and the sandbox")
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run([sys.executable, "-m", "autograder", "calibrate", "00_measure", "--workers", "2"], cwd=KIT,
+                          env={**os.environ, "HOME": str(home)}, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    for k in (0, 1):
+        assert f"[slot {k}, cores" in done.stdout and "00_measure solution: 14/14 (full marks)" in done.stdout
+    kept = json.loads((home / ".cache" / "autograder" / "calibration.json").read_text())
+    (entry,) = kept.values()
+    assert entry["2"]["solutions"] == {"00_measure": []}
+    assert entry["2"]["checks"] and all(entry["2"]["checks"].values())

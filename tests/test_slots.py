@@ -178,6 +178,50 @@ def test_grade_refuses_slots_too_small_for_a_lab_whatever_calibrate_found(tmp_pa
     assert fair_timing.too_few_cores(3, {"01_actor_scaling"}, cores=5)  # 5 cores cut in 3: a slot gets 1
 
 
+def test_calibrate_workers_grades_each_solution_once_in_each_slot_and_keeps_what_it_lost(monkeypatch, capsys):
+    """``calibrate --workers N``'s second half: N gradings of a lab's solution at once, each on
+    its own slot's cores, their JSON reports read among whatever else they printed; what any slot
+    lost is kept, and a grading that ended without a report counts as lost with why."""
+    from autograder.grader import fair_timing
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores")
+    # a stand-in for `check --json` that loses one check named for the core it was pinned to
+    probe = ("import json, os, sys\nlab = sys.argv[1]\nif lab == 'crashes': sys.exit('boom')\n"
+             "core = sorted(os.sched_getaffinity(0))\nprint('(raylet) noise')\n"
+             "full = lab == 'fine'\nchecks = [{'name': 'kept', 'score': 2, 'max_score': 2}, "
+             "{'name': f'on-cores-{core}', 'score': 1 if full else 0, 'max_score': 1}]\n"
+             "print(json.dumps({'error': '', 'score': sum(c['score'] for c in checks), 'max_score': 3, "
+             "'checks': checks}, indent=2))")
+    monkeypatch.setattr(fair_timing, "check_argv", lambda lab, sandboxed: [sys.executable, "-c", probe, lab])
+    cores = slots.split(list(os.sched_getaffinity(0)), 2)
+    lost = fair_timing.grade_solutions(["fine", "starved", "crashes"], 2, runs=2)
+    assert lost["fine"] == []
+    assert lost["starved"] == [f"on-cores-{list(c)}" for c in cores]  # one core each, not the same one
+    assert len(lost["crashes"]) == 1 and lost["crashes"][0].startswith("not graded (code 1): boom")
+    said = capsys.readouterr().out
+    assert f"[slot 1, cores {cores[1]}] fine solution: 3/3 (full marks)" in said
+    assert f"[slot 0, cores {cores[0]}] starved solution: 2/3, lost on-cores-{list(cores[0])}" in said
+
+
+def test_grade_refuses_a_lab_whose_solution_lost_points_graded_side_by_side(tmp_path):
+    """What calibrate --workers N found grading the solutions decides, lab by lab, and a lab
+    measured again replaces what was kept."""
+    from autograder.grader import fair_timing
+
+    record = tmp_path / "calibration.json"
+    fair_timing.record(2, dict.fromkeys(fair_timing.wanted({"00_measure"}), True), record,
+                       lost={"00_measure": ["sweep-tier2"], "02_restart_recovery": []})
+    ok, why = fair_timing.allowed(2, {"00_measure", "02_restart_recovery"}, record, cores=4, uncalibrated=True)
+    assert not ok and "solutions 2 at a time" in why and "00_measure lost sweep-tier2" in why
+    assert "02_restart_recovery" not in why
+    assert fair_timing.allowed(2, {"02_restart_recovery"}, record, cores=4)[0]
+    assert fair_timing.allowed(3, {"00_measure"}, record, cores=6, uncalibrated=True)[0]  # lost at 2, not measured at 3
+    fair_timing.record(2, {}, record, lost={"00_measure": []})  # graded again: full marks
+    ok, why = fair_timing.allowed(2, {"00_measure"}, record, cores=4)
+    assert ok and "every tier separates" in why
+
+
 def test_sandboxed_code_cannot_widen_its_cores_beyond_its_slot(tmp_path):
     """Learner code in a slot's sandbox asks for every core of the machine: the ``cpuset`` of its
     control group refuses, so it cannot run its threads on another slot's cores."""

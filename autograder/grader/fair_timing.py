@@ -8,6 +8,13 @@ once, each pinned to one slot's cores (:func:`autograder.grader.slots.split`, th
 --workers N`` makes), each measuring the reference and its degraded copy as ``calibrate``
 always does. A tier separates at N when it separated in every copy.
 
+A check with no reference timed beside it (lab 01's throughput model, lab 03's isolation) is
+not cancelled by the ratio: a starved slot costs honest work points there. So ``calibrate
+--workers N`` also grades each lab's solution N at a time, one per slot, as ``check`` grades a
+notebook, and keeps what each lost: ``grade --workers N`` refuses a lab whose solution lost a
+point N at a time on this machine. Each lab's ``min_slot_cores`` (:class:`autograder.labs.LabSpec`)
+is the floor this measured on a 2-core machine, refused even where calibrate never ran.
+
 The verdict is kept per machine and concurrency in ``~/.cache/autograder/calibration.json``.
 ``grade --workers N`` (and ``serve --workers N``) grades side by side only where every tier of
 the labs it grades has separated N at a time on this machine: it refuses a tier measured not to
@@ -25,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from .nbgrader_run import KIT_ROOT
 from .processes import SAFE_PATH
 from .slots import split
 
@@ -65,20 +73,65 @@ def measure(lab: str | None, workers: int, runs: int, *, in_process: bool = Fals
     return verdict
 
 
+def grade_solutions(labs: list[str], workers: int, runs: int = 1, *, sandboxed: bool = True) -> dict[str, list[str]]:
+    """Each lab's solution graded ``workers`` at a time, one per slot's cores, ``runs`` times;
+    lab -> what it lost in any slot (check names, or why a grading failed; empty: full marks in
+    every slot). Each slot's score is printed as it is known."""
+    cores = split(list(os.sched_getaffinity(0)), workers)
+    lost: dict[str, list[str]] = {}
+    for lab in labs:
+        argv = check_argv(lab, sandboxed)
+        lost[lab] = []
+        for _ in range(runs):
+            copies = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       preexec_fn=lambda c=cores[k]: os.sched_setaffinity(0, c))
+                      for k in range(workers)]
+            for k, proc in enumerate(copies):
+                missed, line = _graded(*proc.communicate(), proc.returncode)
+                print(f"[slot {k}, cores {cores[k]}] {lab} solution: {line}", flush=True)
+                lost[lab] += [m for m in missed if m not in lost[lab]]
+    return lost
+
+
+def check_argv(lab: str, sandboxed: bool) -> list[str]:
+    """``python -m autograder check`` of the lab's solution, with a JSON report."""
+    return [sys.executable, *SAFE_PATH, "-m", "autograder", "check", str(KIT_ROOT / "solutions" / lab / f"{lab}.ipynb"),
+            "--lab", lab, "--json", *([] if sandboxed else ["--unsandboxed"])]
+
+
+def _graded(out: str, err: str, code: int) -> tuple[list[str], str]:
+    """One ``check --json`` of a solution: the checks it did not pass in full (or why it was not
+    graded), and a line saying so."""
+    try:
+        report = _report(out)
+        score, top = report["score"], report["max_score"]
+    except (ValueError, KeyError):
+        why = f"not graded (code {code}): {(err or out).strip()[-300:]}"
+        return [why], why
+    if report.get("error"):
+        why = f"grading failed: {report['error'][:300]}"
+        return [why], why
+    missed = [c["name"] for c in report["checks"] if not c.get("skipped") and c["score"] < c["max_score"]]
+    return missed, f"{score:g}/{top:g}" + (f", lost {', '.join(missed)}" if missed else " (full marks)")
+
+
 def _report(out: str) -> dict:
-    """calibrate's JSON report: the object that starts on a line of its own (``{``), after whatever
-    else the copy's Ray workers printed to its stdout."""
+    """A copy's JSON report (``calibrate``'s or ``check``'s): the object that starts on a line of
+    its own (``{``), after whatever else the copy's Ray workers printed to its stdout."""
     starts = [m.start() for m in re.finditer(r"^\{$", out, re.M)]
     if not starts:
         raise ValueError("no JSON report")
     return json.JSONDecoder().raw_decode(out[starts[-1]:])[0]
 
 
-def record(workers: int, verdict: dict[str, bool], path: Path = RECORD) -> None:
-    """Keep ``verdict`` for this machine at this concurrency (merged: a check measured again replaces its entry)."""
+def record(workers: int, verdict: dict[str, bool], path: Path = RECORD,
+           lost: dict[str, list[str]] | None = None) -> None:
+    """Keep ``verdict`` (and ``lost``, :func:`grade_solutions`'s) for this machine at this
+    concurrency (merged: a check or lab measured again replaces its entry)."""
     data = _read(path)
     entry = data.setdefault(_machine(), {}).setdefault(str(workers), {"checks": {}})
     entry["checks"].update(verdict)
+    entry.setdefault("solutions", {}).update(lost or {})
     entry["when"] = time.strftime("%Y-%m-%d %H:%M")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -142,6 +195,11 @@ def allowed(workers: int, labs: set[str], path: Path = RECORD, *, uncalibrated: 
         return False, (f"{'; '.join(short)}: grade with fewer workers, or on more cores (a check of these labs "
                        f"is not timed against a reference beside it, so a starved slot costs honest work points)")
     here = _read(path).get(_machine(), {})
+    lost = {lab: what for lab, what in here.get(str(workers), {}).get("solutions", {}).items() if lab in labs and what}
+    if lost:
+        said = "; ".join(f"{lab} lost {', '.join(what)}" for lab, what in sorted(lost.items()))
+        return False, (f"calibrate --workers {workers} graded these labs' solutions {workers} at a time on this machine "
+                       f"and they lost points ({said}): grade with fewer workers, or on more cores")
     found = here.get(str(workers), {}).get("checks", {})
     alone = here.get("1", {}).get("checks", {})
     want = wanted(labs)
