@@ -14,7 +14,7 @@ import pytest
 
 from autograder.grader import cohort, processes, slots
 from autograder.grader.nbgrader_run import SetupError
-from notebooks import make_course, released, submit
+from notebooks import make_course, only_extended, released, sandboxed, solution, submit
 
 
 @pytest.mark.parametrize("cores, n, want", [
@@ -160,22 +160,80 @@ def test_grade_refuses_a_concurrency_calibrate_found_unfair(tmp_path, monkeypatc
     fair_timing.record(2, {"01_actor_scaling/driver": True}, record)
     ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record)
     assert ok and "every tier separates" in why
-    assert not fair_timing.allowed(3, {"01_actor_scaling"}, record)[0]  # measured at 2, not at 3
+    assert not fair_timing.allowed(4, {"01_actor_scaling"}, record, cores=8)[0]  # measured at 2, not at 4
 
 
-def test_grade_refuses_slots_too_small_for_a_lab_whatever_calibrate_found(tmp_path):
-    """Lab 01's throughput-model checks have no reference beside them: --workers 2 on 2 cores
-    (one core a slot) is refused even calibrated and even --uncalibrated; on 4 cores it is not."""
+def test_a_lab_needing_more_cores_than_a_slot_takes_several_and_grades_fewer_at_a_time(tmp_path):
+    """Lab 01's throughput-model checks have no reference beside them, so its grades need 2 cores
+    (``min_slot_cores``): with --workers 2 on 2 cores one grading of it takes both slots, and is
+    read as graded one at a time (no calibration at 2 needed for it), while lab 00 beside it
+    grades 2 at a time and needs its own; on 4 cores it takes one slot; a lab no set of slots can
+    give its cores is refused, even --uncalibrated."""
     from autograder.grader import fair_timing
 
     record = tmp_path / "calibration.json"
-    fair_timing.record(2, dict.fromkeys(fair_timing.wanted({"01_actor_scaling"}), True), record)
-    for uncalibrated in (False, True):
-        ok, why = fair_timing.allowed(2, {"01_actor_scaling", "00_measure"}, record, cores=2, uncalibrated=uncalibrated)
-        assert not ok and "01_actor_scaling needs 2 cores a grading slot, and 2 slots on 2 cores get 1" in why
-        assert "00_measure" not in why
-    assert fair_timing.allowed(2, {"01_actor_scaling"}, record, cores=4)[0]
-    assert fair_timing.too_few_cores(3, {"01_actor_scaling"}, cores=5)  # 5 cores cut in 3: a slot gets 1
+    assert fair_timing.widths(2, {"01_actor_scaling", "00_measure", "not-a-lab"}, cores=2) == {
+        "00_measure": 1, "01_actor_scaling": 2}
+    assert fair_timing.widths(2, {"01_actor_scaling"}, cores=4) == {"01_actor_scaling": 1}
+    assert fair_timing.widths(4, {"01_actor_scaling"}, cores=4) == {"01_actor_scaling": 2}
+    assert fair_timing.widths(3, {"01_actor_scaling"}, cores=5) == {"01_actor_scaling": 2}  # sets of 2, 2, 1 cores
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling"}, record, cores=2)
+    assert ok and why == "01_actor_scaling needs 2 cores a grading, 2 slots here: 1 at a time"
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling", "00_measure"}, record, cores=2)
+    assert not ok and "calibrate 00_measure --workers 2" in why and "calibrate 01_actor_scaling" not in why
+    fair_timing.record(2, dict.fromkeys(fair_timing.wanted({"00_measure"}), True), record)
+    ok, why = fair_timing.allowed(2, {"01_actor_scaling", "00_measure"}, record, cores=2)
+    assert ok and "01_actor_scaling needs 2 cores" in why and "every tier separates" in why
+    ok, why = fair_timing.allowed(4, {"01_actor_scaling"}, record, cores=4)  # 2 slots each: 2 at a time
+    assert not ok and "calibrate 01_actor_scaling --workers 2" in why
+    for workers, cores in ((2, 1), (3, 2)):  # one core in all; more slots than cores, which cannot add up
+        ok, why = fair_timing.allowed(workers, {"01_actor_scaling"}, record, cores=cores, uncalibrated=True)
+        assert not ok and f"01_actor_scaling needs 2 cores a grading, and {workers} slots on {cores} cores" in why
+
+
+def test_a_wide_grading_claims_that_many_slots_and_their_cores_together(tmp_path):
+    """What a grading of such a lab holds in its slot: two slots' locks, cores and sweep records."""
+    wide = slots.claim(3, tmp_path, width=2)
+    assert wide.index == 0 and len(wide.paths) == 2
+    assert wide.cores == tuple(sorted(set(slots.split(list(os.sched_getaffinity(0)), 3)[0])
+                                      | set(slots.split(list(os.sched_getaffinity(0)), 3)[1])))
+    with pytest.raises(RuntimeError, match="1 of this machine's 3 grading slots are free, and this grading needs 2"):
+        slots.claim(3, tmp_path, width=2)
+    narrow = slots.claim(3, tmp_path)
+    assert narrow.index == 2  # the one left
+    wide.hold((tmp_path / "group",))
+    assert all(p.read_text() == f'["{tmp_path / "group"}"]' for p in wide.paths)
+    wide.release()
+    again = slots.claim(3, tmp_path, width=2)
+    assert again.index == 0 and again.paths == wide.paths
+    again.release()
+    narrow.release()
+
+
+@only_extended("the slots' claim and the widths are tested above; the session notes report the real run")
+@pytest.mark.slow
+@pytest.mark.grading
+def test_grade_workers_2_on_2_cores_grades_lab_01_across_both_slots_and_lab_00_in_one(tmp_path):
+    """The real ``grade --workers 2`` of a course holding lab 00 (one slot a grading) and lab 01
+    (2 cores a grading): every solution full marks, each lab 01 grading on both cores, each lab
+    00 grading on one."""
+    import csv
+    import re
+
+    if len(os.sched_getaffinity(0)) != 2 or not sandboxed():
+        pytest.skip("needs exactly two cores and the sandbox")
+    course = make_course(tmp_path / "course", ["00_measure", "01_actor_scaling"])
+    for student in ("ann", "bob"):
+        submit(course, student, "00_measure", solution("00_measure"))
+    submit(course, "cy", "01_actor_scaling", solution("01_actor_scaling"))
+    assert cohort.run(course, workers=2, uncalibrated=True) == 0  # lab 00's tiers at 2 are not measured here
+    rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader((course / "grades.csv").open())}
+    assert len(rows) == 3 and all(r["score"] == r["max_score"] for r in rows.values()), rows
+    where = r"\[autograder \| slot\] node \S+, slot \d+, cores \((.*?)\)"
+    cores = {key: re.findall(where, (course / "autograded" / key[0] / key[1] / "autograde.log").read_text())
+             for key in rows}
+    assert cores[("cy", "01_actor_scaling")] == ["0, 1"], cores
+    assert all(c and "," not in c[-1].rstrip(",") for key, c in cores.items() if key[1] == "00_measure"), cores
 
 
 def test_calibrate_workers_grades_each_solution_once_in_each_slot_and_keeps_what_it_lost(monkeypatch, capsys):

@@ -161,39 +161,71 @@ def wanted(labs: set[str]) -> set[str]:
     return keys
 
 
-def too_few_cores(workers: int, labs: set[str], cores: int | None = None) -> list[str]:
-    """The labs of ``labs`` whose grades need more cores a slot (:func:`autograder.labs.min_slot_cores`)
-    than ``workers`` slots on this machine's ``cores`` get, each said with what it needs."""
+def widths(workers: int, labs: set[str], cores: int | None = None) -> dict[str, int]:
+    """How many of ``workers`` slots (on this machine's ``cores``) one grading of each lab of
+    ``labs`` takes: 1, or as many as its ``min_slot_cores`` (:class:`autograder.labs.LabSpec`)
+    needs, so that such a lab grades fewer at a time rather than on fewer cores. Raises
+    :class:`Unfit` for a lab that all the slots together cannot give its cores."""
     from ..labs import UnknownLab, min_slot_cores
 
     cores = len(os.sched_getaffinity(0)) if cores is None else cores
-    per_slot = min(len(s) for s in split(list(range(cores)), workers))
-    short = []
+    sizes = sorted(len(s) for s in split(list(range(cores)), workers))
+    out = {}
     for lab in sorted(labs):
         try:
             need = min_slot_cores(lab)
         except UnknownLab:
             continue
-        if per_slot < need:
-            short.append(f"{lab} needs {need} cores a grading slot, and {workers} slots on {cores} cores get {per_slot}")
-    return short
+        # any `width` free slots may be the ones claimed: the smallest sets must do
+        width = next((w for w in range(1, workers + 1) if sum(sizes[:w]) >= need), None)
+        if width is None or (width > 1 and workers > cores):  # slots sharing cores cannot add up to more
+            raise Unfit(f"{lab} needs {need} cores a grading, and {workers} slots on {cores} cores cannot give "
+                        f"them: grade with fewer workers, or on more cores")
+        out[lab] = width
+    return out
+
+
+class Unfit(Exception):
+    """A lab this machine's slots cannot give the cores its grades need."""
 
 
 def allowed(workers: int, labs: set[str], path: Path = RECORD, *, uncalibrated: bool = False,
             cores: int | None = None) -> tuple[bool, str]:
     """Whether ``grade --workers workers`` may grade ``labs`` here, and what calibrate found.
 
-    Refused first, whatever calibrate found: a lab whose grades need more cores a slot than
-    ``workers`` slots of this machine's ``cores`` get (:func:`too_few_cores`).
+    A lab whose grades need more cores than one slot gets takes several (:func:`widths`), so
+    ``workers // width`` of its gradings run at once; its calibration is read at that
+    concurrency, and one at a time needs none. Refused, whatever calibrate found: a lab that
+    even all the slots cannot give its cores.
 
-    Refused: a tier of one of ``labs`` that separated one at a time (``calibrate`` without
-    ``--workers``, or ``--workers 1``) but not ``workers`` at a time; and a tier never measured
-    ``workers`` at a time here, unless ``uncalibrated`` (then said). A tier that did not
-    separate one at a time either is the lab's calibration problem, not concurrency's: said, not refused.
+    Then, at each concurrency: refused, a lab whose solution calibrate graded that many at a
+    time here and saw lose a point; a tier that separated one at a time (``calibrate`` without
+    ``--workers``, or ``--workers 1``) but not that many at a time; and a tier never measured
+    at it here, unless ``uncalibrated`` (then said). A tier that did not separate one at a time
+    either is the lab's calibration problem, not concurrency's: said, not refused.
     """
-    if short := too_few_cores(workers, labs, cores):
-        return False, (f"{'; '.join(short)}: grade with fewer workers, or on more cores (a check of these labs "
-                       f"is not timed against a reference beside it, so a starved slot costs honest work points)")
+    from ..labs import min_slot_cores
+
+    try:
+        wide = widths(workers, labs, cores)
+    except Unfit as exc:
+        return False, str(exc)
+    together: dict[int, set[str]] = {}
+    for lab in labs:
+        together.setdefault(workers // wide.get(lab, 1), set()).add(lab)
+    said = [f"{lab} needs {min_slot_cores(lab)} cores a grading, {wide[lab]} slots here: {workers // wide[lab]} at a time"
+            for lab in sorted(wide) if wide[lab] > 1]
+    for n, group in sorted(together.items(), reverse=True):
+        if n > 1:
+            ok, why = _allowed_at(n, group, path, uncalibrated)
+            if not ok:
+                return False, "; ".join([*said, why])
+            said.append(why)
+    return True, "; ".join(said) or "nothing to grade"
+
+
+def _allowed_at(workers: int, labs: set[str], path: Path, uncalibrated: bool) -> tuple[bool, str]:
+    """:func:`allowed` for ``labs`` graded ``workers`` at a time, each in one slot."""
     here = _read(path).get(_machine(), {})
     lost = {lab: what for lab, what in here.get(str(workers), {}).get("solutions", {}).items() if lab in labs and what}
     if lost:

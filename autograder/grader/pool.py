@@ -110,21 +110,26 @@ def _node_facts() -> tuple[str, str, str | None, int]:
 
 
 def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limits: dict, kit: str, seed: str,
-          done: Callable[..., None], progress) -> None:
+          done: Callable[..., None], progress, widths: dict[str, int] | None = None) -> None:
     """Grade ``jobs`` -- (student, assignment, fingerprint) -- in slots; ``done(outcome,
-    fingerprint, where)`` once per submission, in this process, as each finishes."""
+    fingerprint, where)`` once per submission, in this process, as each finishes. ``widths``:
+    how many slots one grading of an assignment takes (:func:`autograder.grader.fair_timing.widths`;
+    1 where not said): Ray starts it only when that many are free on one node."""
     import ray
 
     task = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=MAX_RETRIES,
                       retry_exceptions=False)(slot_worker.grade)
+    widths = widths or {}
     window = 2 * int(ray.cluster_resources().get(RESOURCE, 1))  # jobs sent ahead: each holds a notebook
     waiting, running = list(jobs), {}
     try:
         while waiting or running:
             while waiting and len(running) < window:
                 student, assignment, mark = waiting.pop(0)
-                job, left_out = _job(course, student, assignment, gradebook, limits, kit, seed)
-                running[task.remote(job)] = (student, assignment, mark, left_out)
+                width = widths.get(assignment, 1)
+                job, left_out = _job(course, student, assignment, gradebook, limits, kit, seed, width)
+                ref = (task.options(resources={RESOURCE: width}) if width > 1 else task).remote(job)
+                running[ref] = (student, assignment, mark, left_out)
             progress.set_postfix_str(f"{min(len(running), window // 2)} grading, {len(waiting) + len(running)} to go")
             ready, _ = ray.wait(list(running), num_returns=1)
             student, assignment, mark, left_out = running.pop(ready[0])
@@ -144,14 +149,14 @@ def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limi
             ray.cancel(ref, force=True)
 
 
-def _job(course, student, assignment, gradebook, limits, kit, seed) -> tuple[slot_worker.Job, list[str]]:
+def _job(course, student, assignment, gradebook, limits, kit, seed, width=1) -> tuple[slot_worker.Job, list[str]]:
     """The scratch course of one submission, as a job any node can grade; and the submitted files left out."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="autograder-job-") as tmp:
         scratch, left_out = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
         files = slot_worker.pack(scratch)
-    return slot_worker.Job(student, assignment, files, limits, kit, seed or ""), left_out
+    return slot_worker.Job(student, assignment, files, limits, kit, seed or "", width), left_out
 
 
 def _bring_back(course: Path, student: str, assignment: str, graded) -> list[str]:

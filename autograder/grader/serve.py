@@ -248,9 +248,10 @@ def grade_in_slots(course: Path, limits: dict, workers: int | None, ray_address:
     ``grade`` does (:mod:`autograder.grader.pool`): one round of at most one submission a slot
     at a time, so a round ends with its slowest grading."""
     from .. import seed
-    from . import cohort, pool, resume, scratch_course
+    from . import cohort, fair_timing, pool, resume, scratch_course
 
     kit = resume.kit_fingerprint()
+    widths = fair_timing.widths(workers, set(intake.roster(course).labs)) if workers and not ray_address else {}
     pool.start(workers, ray_address)
     for line in pool.nodes(kit, limits["sandboxed"]):
         log(line)
@@ -272,7 +273,7 @@ def grade_in_slots(course: Path, limits: dict, workers: int | None, ray_address:
         if todo:
             with cohort._no_bytecode():
                 pool.grade(course, todo, scratch_course.template(course), limits, kit, seed.base() or "", done,
-                           _Quiet())
+                           _Quiet(), widths)
         return got
 
     return grade

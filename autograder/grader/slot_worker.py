@@ -48,6 +48,7 @@ class Job:
     limits: dict
     kit: str                         # the grading code's fingerprint on the machine that sent it
     seed: str = ""                   # the instructor's AUTOGRADER_SEED, if set (in a private file, never the environment)
+    width: int = 1                   # slots it takes: more for a lab whose grades need more cores (fair_timing.widths)
 
 
 @dataclass
@@ -86,7 +87,7 @@ def grade(job: Job) -> Graded:
     if resume.kit_fingerprint() != job.kit:
         raise KitMismatch(f"node {ray.util.get_node_ip_address()} runs other grading code than the machine that "
                           "started grade: install the same version of the kit on every node")
-    slot = slots.claim(slots.on_this_machine())
+    slot = slots.claim(slots.on_this_machine(), width=job.width)
     try:
         slot.sweep()  # what a grading killed in this slot before left running
         with tempfile.TemporaryDirectory(prefix="autograder-slot-") as tmp:

@@ -6,8 +6,9 @@ resource :data:`RESOURCE`, and a node offers as many as it has slots (``ray star
 --resources='{"autograder_slot": 2}'``; ``grade --workers N`` starts a local Ray with N).
 This module decides *which* cores a grading gets. The cores this process may run on are cut
 into as many equal sets as all the Ray nodes on this machine offer slots together, and a
-grading takes the first free set by locking that set's file (``flock``). The kernel releases
-a lock when its holder dies, so a grading killed half-way frees its cores for the retry.
+grading takes the first free set by locking that set's file (``flock``) -- or, for a lab whose
+grades need more cores than a set has, as many sets as it asked Ray units for. The kernel
+releases a lock when its holder dies, so a grading killed half-way frees its cores for the retry.
 CodeGrade reserves one core per container the same way (``cpuset.cpus``), so that one
 submission's load does not bend another's timings.
 """
@@ -27,36 +28,41 @@ LOCKS = Path(tempfile.gettempdir()) / "autograder-slots"
 
 @dataclass(frozen=True)
 class Slot:
-    """One claimed set of cores; the lock file descriptor holds it until :meth:`release`.
+    """One claimed set of cores -- one slot's, or several slots' for a lab whose grades need more
+    cores than one slot has; the lock files' descriptors hold them until :meth:`release`.
 
-    The lock file also names the control groups of the grading running in the slot
+    The lock files also name the control groups of the grading running in the slot
     (:meth:`hold`), so that whoever holds the slot next -- after a grading killed half-way, Ray's
     retry -- first ends whatever that grading left running (:meth:`sweep`).
     """
 
-    index: int
+    index: int                      # the first of the slots held
     cores: tuple[int, ...]
-    fd: int
-    path: Path
+    fds: tuple[int, ...]
+    paths: tuple[Path, ...]
 
     def hold(self, folders: tuple[Path, ...]) -> None:
         """Record the control groups the grading in this slot runs in."""
-        self.path.write_text(json.dumps([str(f) for f in folders]))
+        for path in self.paths:
+            path.write_text(json.dumps([str(f) for f in folders]))
 
     def sweep(self) -> int:
-        """End what the slot's last grading left running (its recorded groups); how many processes."""
+        """End what the slots' last gradings left running (their recorded groups); how many processes."""
         from . import cgroup
 
-        try:
-            folders = json.loads(self.path.read_text() or "[]")
-        except (OSError, ValueError):
-            folders = []
-        killed = cgroup.sweep(folders)
-        self.path.write_text("")
+        killed = 0
+        for path in self.paths:
+            try:
+                folders = json.loads(path.read_text() or "[]")
+            except (OSError, ValueError):
+                folders = []
+            killed += cgroup.sweep(folders)
+            path.write_text("")
         return killed
 
     def release(self) -> None:
-        os.close(self.fd)
+        for fd in self.fds:
+            os.close(fd)
 
 
 def split(cores: list[int], n: int) -> list[tuple[int, ...]]:
@@ -74,10 +80,12 @@ def split(cores: list[int], n: int) -> list[tuple[int, ...]]:
     return [(cores[k % len(cores)],) for k in range(n)]
 
 
-def claim(total: int, locks: Path = LOCKS) -> Slot:
-    """The first free one of ``total`` slots on this machine, locked for this process."""
+def claim(total: int, locks: Path = LOCKS, width: int = 1) -> Slot:
+    """The first ``width`` free ones of ``total`` slots on this machine, locked for this process
+    (Ray has counted ``width`` units of :data:`RESOURCE` for it, so that many are free)."""
     locks.mkdir(mode=0o700, parents=True, exist_ok=True)
     sets = split(list(os.sched_getaffinity(0)), total)
+    held: list[tuple[int, int, Path]] = []
     for k in range(total):
         path = locks / f"slot-{k}-of-{total}.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -86,9 +94,16 @@ def claim(total: int, locks: Path = LOCKS) -> Slot:
         except BlockingIOError:
             os.close(fd)
             continue
-        return Slot(k, sets[k], fd, path)
-    raise RuntimeError(f"all {total} grading slots of this machine are taken: more gradings run here than "
-                       f"its Ray nodes offer {RESOURCE} units (is another cohort run using the same cores?)")
+        held.append((k, fd, path))
+        if len(held) == width:
+            return Slot(held[0][0], tuple(sorted({c for k, _, _ in held for c in sets[k]})),
+                        tuple(fd for _, fd, _ in held), tuple(path for _, _, path in held))
+    for _, fd, _ in held:
+        os.close(fd)
+    taken = (f"all {total} grading slots of this machine are taken" if width == 1 else
+             f"{len(held)} of this machine's {total} grading slots are free, and this grading needs {width}")
+    raise RuntimeError(f"{taken}: more gradings run here than its Ray nodes offer {RESOURCE} units (is another "
+                       f"cohort run using the same cores?)")
 
 
 def on_this_machine() -> int:
