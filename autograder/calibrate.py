@@ -153,15 +153,7 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers
     for name in chosen:
         for_lab(name)
     if workers > 1:
-        verdict = fair_timing.measure(lab, workers, runs, in_process=in_process)
-        lost = fair_timing.grade_solutions(chosen, workers, runs, sandboxed=not in_process)
-        fair_timing.record(workers, verdict, lost=lost)
-        for key, ok in sorted(verdict.items()):
-            print(f"{workers} side by side: {key:<34} {'ok' if ok else 'DOES NOT SEPARATE'}")
-        for name, what in sorted(lost.items()):
-            print(f"{workers} side by side: {name + ' solution':<34} "
-                  f"{'LOST ' + ', '.join(what) if what else 'full marks in every slot'}")
-        return 0 if all(verdict.values()) and not any(lost.values()) else 1
+        return _side_by_side(lab, chosen, workers, runs, in_process)
     rows, extra = [], {}
     # the table goes to stdout as text, or to stderr as it is measured when stdout is JSON
     # (a long --runs N run shows its progress, and its rows survive in the log)
@@ -185,3 +177,27 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers
     if not os.environ.get(fair_timing.COPY_ENV):  # one copy of calibrate --workers N records nothing itself
         fair_timing.record(1, {f"{c.lab}/{c.check}": c.separates for c in rows})
     return 0 if all(c.separates for c in rows) else 1
+
+
+def _side_by_side(lab: str | None, chosen: list[str], workers: int, runs: int, in_process: bool) -> int:
+    """``calibrate --workers N``: the tiers N at a time, then each lab's solution graded N at a
+    time (:mod:`autograder.grader.fair_timing`), kept for ``grade --workers``; its exit code."""
+    from .grader import fair_timing
+
+    verdict = fair_timing.measure(lab, workers, runs, in_process=in_process)
+    lost = fair_timing.grade_solutions(chosen, workers, runs, sandboxed=not in_process)
+    fair_timing.record(workers, verdict, lost=lost)
+    for key, ok in sorted(verdict.items()):
+        print(f"{workers} side by side: {key:<34} {'ok' if ok else 'DOES NOT SEPARATE'}")
+    for name, what in sorted(lost.items()):
+        print(f"{workers} side by side: {name + ' solution':<34} "
+              f"{'LOST ' + ', '.join(what) if what else 'full marks in every slot'}")
+    try:
+        wide = fair_timing.widths(workers, set(chosen))
+    except fair_timing.Unfit as exc:
+        print(f"note: {exc}")
+        wide = {}
+    for name, width in sorted((k, w) for k, w in wide.items() if w > 1):
+        print(f"note: {name} needs more cores than one of {workers} slots has (min_slot_cores): grade --workers "
+              f"{workers} gives each of its gradings {width} slots here, so it grades {workers // width} at a time")
+    return 0 if all(verdict.values()) and not any(lost.values()) else 1
