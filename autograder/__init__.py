@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from . import harness
+from .kernel import harness
 
 __version__ = "0.1.0"
 
@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 def begin(lab: str) -> None:
     """Start grading-safe mode for ``lab``: clocks captured, kernel exits refused."""
     from . import labs
-    from .stash import STASH
+    from .kernel.stash import STASH
 
     labs.load_steps(lab)  # fails early on a wrong lab id; registers the lab's kit steps
     STASH.lab = lab
@@ -28,7 +28,7 @@ def begin(lab: str) -> None:
 
 def _guard_learner_functions(lab: str) -> None:
     """Under grading, give the functions the grader calls a deadline after every cell."""
-    from .channel import ENDPOINT_ENV
+    from .kernel.channel import ENDPOINT_ENV
     from .labs import learner_names
 
     names = learner_names(lab)
@@ -41,7 +41,7 @@ def _guard_learner_functions(lab: str) -> None:
     ip = get_ipython()
     if ip is None:
         return
-    from .agent import guard
+    from .kernel.agent import guard
     from .targets import call_timeout_s
 
     timeout_s = call_timeout_s()
@@ -51,10 +51,10 @@ def _guard_learner_functions(lab: str) -> None:
 def grade(name: str) -> None:
     """Run check ``name`` (a hidden test cell's one line); AssertionError with the reason if it fails.
 
-    Graded, the grader runs it (:func:`autograder.agent.grade`); outside a grading run (no
+    Graded, the grader runs it (:func:`autograder.kernel.agent.grade`); outside a grading run (no
     grader in the environment) the check runs here, in the learner's kernel, as :func:`check`.
     """
-    from . import agent
+    from .kernel import agent
 
     if agent.connection() is not None:
         agent.grade(name)
@@ -68,9 +68,9 @@ def _local_session():
     """The in-kernel session for hidden cells run outside grading: one per lab, so that the
     tiers of one measurement share it, and a fresh one once a graded function was redefined."""
     from .grader import session
-    from .agent import _main_namespace
+    from .kernel.agent import _main_namespace
     from .labs import learner_names
-    from .stash import STASH
+    from .kernel.stash import STASH
 
     namespace = _main_namespace()
     lab = STASH.lab
@@ -94,7 +94,7 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
     from .grader.catalog import for_lab
     from .report import print_report
     from .grader.session import local
-    from .stash import STASH
+    from .kernel.stash import STASH
 
     lab = lab or STASH.lab
     if lab is None:

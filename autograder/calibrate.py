@@ -69,7 +69,7 @@ def stats(values: list[float]) -> dict:
 def _start_ray(lab: str) -> None:
     """The lab's Ray in this process, as the reference process starts it while grading."""
     if needs_ray(lab):
-        from .routines import STEPS
+        from .kernel.routines import STEPS
 
         STEPS[ray_start(lab)]()
 

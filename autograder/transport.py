@@ -4,7 +4,7 @@ A :class:`Learner` sends one request at a time -- call the object called ``name`
 other side with plain arguments and :class:`Callback` stand-ins, under a deadline -- serves
 the callbacks while it runs, and type-checks the plain JSON value that comes back against
 the kind the check declared (:func:`plain`). The kernel's side of the same exchange is
-:mod:`autograder.agent`. A ``Learner`` with a ``namespace`` instead of a connection runs
+:mod:`autograder.kernel.agent`. A ``Learner`` with a ``namespace`` instead of a connection runs
 the requests in this process (a learner's own self-check, calibration).
 """
 
@@ -16,7 +16,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .channel import ProtocolError, peer_pid, recv, send
+from .kernel.channel import ProtocolError, peer_pid, recv, send
 
 GRACE_S = 15.0       # the kernel stops learner code at the deadline itself; this is its slack
 INTERRUPT_WAIT_S = 10.0  # after interrupting a kernel that did not, how long to wait for it
@@ -107,7 +107,8 @@ def declared_kind(fn: Callable) -> str:
 
 
 class Steps:
-    """The kit steps (:mod:`autograder.routines`, each lab's ``steps``) of one side, as methods.
+    """The kit steps (:mod:`autograder.kernel.routines`, each lab's ``steps``) of one side, as
+    methods.
 
     ``side.kit.<step>(*args, what=...)`` is ``side.call("kit.<step>", *args, what=...)``, checked
     here first: a step that does not exist, or arguments its signature does not take, raise at
@@ -122,7 +123,7 @@ class Steps:
         self._side = side
 
     def __getattr__(self, name: str) -> Step:
-        from .routines import STEPS
+        from .kernel.routines import STEPS
 
         if name.startswith("_") or name not in STEPS:
             raise AttributeError(f"no kit step {name!r} (is the lab's steps module loaded?)")
@@ -173,8 +174,9 @@ class Learner:
              prepare: str | None = None, then: str | None = None, keep: str | None = None):
         """``name(*args)`` in the learner's kernel; its return value as plain JSON.
 
-        ``name`` is a learner object or a kit step (``kit.<step>``, :mod:`autograder.routines`);
-        arguments are plain JSON, :class:`Callback` s, or specs (:func:`named`, :func:`stashed`).
+        ``name`` is a learner object or a kit step (``kit.<step>``,
+        :mod:`autograder.kernel.routines`); arguments are plain JSON, :class:`Callback` s, or
+        specs (:func:`named`, :func:`stashed`).
         ``keep``: keep the value on the other side under that key (for a later :func:`stashed`)
         instead of sending it back. Raises ``AssertionError`` with a one-line reason when the
         learner's code fails, hangs or returns the wrong kind of value.
@@ -219,7 +221,7 @@ class Learner:
         return perf_counter() - start, value
 
     def _local(self, request: dict, callbacks: list[Callback]) -> dict:
-        from . import agent
+        from .kernel import agent
 
         return agent.execute(request, lambda cid, a: callbacks[cid].fn(*a), self._namespace)
 

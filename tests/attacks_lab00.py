@@ -153,7 +153,7 @@ for _check in [c for lab in checks.REGISTRY.values() for c in lab.values()]:
         setattr(lab00, _check.fn.__name__, _noop)
     object.__setattr__(_check, "fn", _noop)
 try:
-    from autograder import agent
+    from autograder.kernel import agent
     from autograder.grader import session
     agent.grade = _noop
     session.Session.run = lambda self, name: None
@@ -183,7 +183,7 @@ builtins.AssertionError = type("AssertionError", (Warning,), {})
 ATTACKS["patch-grader-in-kernel"] = _blank(
     after={"setup": ['''
 import itertools, time
-from autograder import harness
+from autograder.kernel import harness
 from autograder.labs.lab00 import checks as lab00
 from autograder.labs.lab00 import reference as reference
 from course import bench, kernels
@@ -201,7 +201,7 @@ bench.compare = lambda *a, **k: bench.Comparison(bench.Measurement([1.0]), bench
 kernels.matches = lambda *a, **k: True
 ''', '''
 try:  # the redesigned grader's kernel side: the agent that answers the grader's requests
-    from autograder import agent
+    from autograder.kernel import agent
     _execute = agent.execute
     def _forged(request, callback):
         if request.get("name") == "best_batch_size":

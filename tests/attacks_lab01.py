@@ -30,7 +30,8 @@ ATTACKS["l01-skip-and-noop"] = dict(
     base=released(LAB), demos=False,
     after={"setup": ['''
 import autograder
-from autograder import agent, checks
+from autograder import checks
+from autograder.kernel import agent
 from autograder.grader import session
 from autograder.labs.lab01 import checks as lab01
 
@@ -70,7 +71,7 @@ class ImageWorker:
 
 
 import time as _time
-from autograder import routines
+from autograder.kernel import routines
 from autograder.labs.lab01 import reference as _reference
 from course import bench as _bench, kernels as _kernels
 
@@ -183,7 +184,7 @@ ATTACKS["l01-results-without-actor"] = dict(
     extended=True,  # CI: l01-forged-driver; both read Ray's task records
     base=released(LAB), demos=False,
     after={"setup": ['''
-from autograder import routines
+from autograder.kernel import routines
 from course import kernels as _k
 
 class _Nothing:

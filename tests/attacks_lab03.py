@@ -17,7 +17,8 @@ ATTACKS["l03-noop-checks"] = dict(
     base=released(LAB), demos=False,
     after={"setup": ['''
 import autograder
-from autograder import agent, checks
+from autograder import checks
+from autograder.kernel import agent
 from autograder.labs.lab03 import checks as lab03
 
 _noop = lambda *a, **k: None  # noqa: E731

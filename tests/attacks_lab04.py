@@ -110,7 +110,8 @@ ATTACKS["l04-noop-and-skip"] = dict(
     base=released(LAB), demos=False,
     after={"setup": ['''
 import autograder
-from autograder import agent, checks
+from autograder import checks
+from autograder.kernel import agent
 from autograder.grader import session
 from autograder.labs.lab04 import checks as lab04
 

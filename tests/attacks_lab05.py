@@ -51,7 +51,7 @@ ATTACKS["l05-tamper-in-kernel"] = dict(
     base=released(LAB), demos=False,
     after={"setup": ['''
 import time as _time
-from autograder import routines
+from autograder.kernel import routines
 from autograder.labs.lab05 import steps as _lab05
 
 _truth = pipeline.expected

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from autograder import agent, harness
+from autograder.kernel import agent, harness
 
 
 def test_agent_converts_learner_values_strictly():

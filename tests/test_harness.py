@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from autograder import harness
+from autograder.kernel import harness
 
 
 def test_not_implemented_is_named():

@@ -33,7 +33,7 @@ def test_the_contracts_catch_a_kernel_side_import_of_the_grader_and_a_cycle(tmp_
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     steps = copy / "autograder" / "labs" / "lab02" / "steps.py"
     steps.write_text(steps.read_text() + "\n\ndef _leak():\n    from ...checks import for_lab\n    return for_lab\n")
-    routines = copy / "autograder" / "routines.py"
+    routines = copy / "autograder" / "kernel" / "routines.py"
     routines.write_text(routines.read_text() + "\n\ndef _cycle():\n    from .agent import execute\n    return execute\n")
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
     out = subprocess.run([exe], cwd=copy, capture_output=True, text=True, timeout=300,

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from autograder import channel
+from autograder.kernel import channel
 from autograder.grader.session import Session
 from autograder.transport import Callback, Learner, plain
 
@@ -337,7 +337,7 @@ def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_gradin
 def test_kit_steps_are_called_as_methods_checked_against_their_signatures():
     """``side.kit.<step>(...)`` is ``side.call("kit.<step>", ...)``; a step that does not exist
     or arguments its signature does not take fail in the grader, before anything is sent."""
-    from autograder.stash import STASH
+    from autograder.kernel.stash import STASH
     from autograder.transport import Learner
 
     side = Learner(namespace={})
@@ -356,7 +356,7 @@ def test_a_kit_steps_return_annotation_is_the_kind_its_calls_check():
     call names a narrower kind; every step of every lab has an annotation the channel knows, and
     a value of another kind fails the check, not the learner."""
     from autograder.labs import all_labs, load_steps
-    from autograder.routines import STEPS, step
+    from autograder.kernel.routines import STEPS, step
     from autograder.transport import Learner, declared_kind
 
     for lab in all_labs():

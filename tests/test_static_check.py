@@ -72,7 +72,7 @@ HOSTILE = [
     ("from IPython import get_ipython", "import-not-allowed"),
     ("from autograder.labs.lab03 import checks as lab03", "import-not-allowed"),
     ("import autograder.grader.session", "import-not-allowed"),
-    ("from autograder import routines", "import-not-allowed"),
+    ("from autograder.kernel import routines", "import-not-allowed"),
     ("from ray.util.state import list_actors", "import-not-allowed"),
     ("from ray.job_submission import JobSubmissionClient", "import-not-allowed"),
     ("import unittest.mock", "import-not-allowed"),

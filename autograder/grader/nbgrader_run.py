@@ -4,10 +4,10 @@ Shared by ``check`` (a throw-away course around one learner notebook) and ``grad
 instructor's course directory). Each submission is graded in its own ``nbgrader`` process
 with a wall-clock limit, so a submission that hangs or kills its kernel costs its own grade
 and nothing else. This process serves the kernel's hidden test cells
-(:class:`autograder.grader.session.Session` behind an :class:`autograder.channel.Endpoint`); its
-verdicts, not what the kernel's cells reported, are the outcome, and every kernel pass it did
-not confirm is flagged. (A cohort records them in the real gradebook:
-:mod:`autograder.grader.scratch_course`.)
+(:class:`autograder.grader.session.Session` behind an
+:class:`autograder.kernel.channel.Endpoint`); its verdicts, not what the kernel's cells reported,
+are the outcome, and every kernel pass it did not confirm is flagged. (A cohort records them in
+the real gradebook: :mod:`autograder.grader.scratch_course`.)
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def cell_errors(autograded: Path) -> list[str]:
 def _error_value(output: dict) -> str:
     """An error output's message in one line: its first, or for a Ray task's error (whose
     first line is Ray's header, the failing task and its pid) the cause's, which comes last."""
-    from ..harness import uncoloured
+    from ..kernel.harness import uncoloured
 
     lines = [ln for ln in uncoloured(output.get("evalue") or "").splitlines() if ln.strip()]
     if not lines:
@@ -346,7 +346,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     """
     importlib.import_module("nbgrader.api")  # loaded before any learner code runs on this machine
 
-    from ..channel import Endpoint
+    from ..kernel.channel import Endpoint
     from .sandbox import SANDBOX_GID
     from .session import Session
 

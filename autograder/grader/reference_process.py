@@ -2,8 +2,8 @@
 
 The grader runs no learner code and unpickles nothing learner code made; it does not run
 the reference in its own process either, so that both sides are measured the same way:
-requests over a channel (:mod:`autograder.channel`), carried out by the same kit code
-(:mod:`autograder.agent`), timed by the grader's clock, interleaved.
+requests over a channel (:mod:`autograder.kernel.channel`), carried out by the same kit code
+(:mod:`autograder.kernel.agent`), timed by the grader's clock, interleaved.
 
 For labs whose checks need Ray, a process of this program also *starts* a Ray (the fleet's
 resources, :func:`course.fleet.start`, or the lab's ``ray_start`` step). The lab's Ray, which
@@ -34,7 +34,7 @@ import types
 from pathlib import Path
 
 from .. import labs
-from ..channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
+from ..kernel.channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
 from . import sandbox
 from .sandbox import SANDBOX_GID
 from .processes import SAFE_PATH
@@ -229,7 +229,8 @@ def learner_jobs_join(lab: str, copy: str) -> bool:
 def main(lab: str, copy: str = "reference") -> None:
     """Serve the grader's requests on the reference implementations (or their ``degraded`` copy)
     until it says bye."""
-    from .. import agent, channel, labs
+    from .. import labs
+    from ..kernel import agent, channel
     from . import ray_job
 
     if copy not in ("reference", "degraded", "instruments"):

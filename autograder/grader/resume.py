@@ -20,7 +20,8 @@ import os
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from .. import channel, seed
+from .. import seed
+from ..kernel import channel
 from ..report import Outcome, Result
 from .sandbox import KIT_ROOT
 

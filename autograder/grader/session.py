@@ -22,7 +22,7 @@ import statistics
 import threading
 from typing import Any, Callable
 
-from ..channel import ProtocolError, recv, send
+from ..kernel.channel import ProtocolError, recv, send
 from ..checks import InstructorOnly
 from ..labs import learner_names
 from .catalog import for_lab, reference
@@ -281,7 +281,7 @@ class Session:
 
     def memo(self, key, measure: Callable[[], Any]):
         """Run ``measure()`` once per key in this run (tiers share one measurement)."""
-        from ..harness import memo
+        from ..kernel.harness import memo
 
         return memo(self._memo, key, measure)
 
@@ -370,7 +370,7 @@ def local(lab: str | None = None, namespace: dict | None = None) -> Session:
     Fresh each time, so a learner who fixes a function and checks again is measured again.
     Learner names are looked up in ``namespace`` (default: the notebook's globals).
     """
-    from ..stash import STASH
+    from ..kernel.stash import STASH
 
     lab = lab or STASH.lab
     if lab is None:

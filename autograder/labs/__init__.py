@@ -8,8 +8,8 @@ A lab's folder holds, side by side:
   names the checks call, the fewest cores a grading slot needs), and ``LAB``, its id again as
   ``SPEC.lab`` for the lab's own modules;
 * ``targets``, its targets (:mod:`autograder.targets`);
-* ``steps``, where the lab has some, its own kit steps (:mod:`autograder.routines`), run in the
-  kernel and in the reference process alike, and ``instruments``, the grader's own Ray actors
+* ``steps``, where the lab has some, its own kit steps (:mod:`autograder.kernel.routines`), run in
+  the kernel and in the reference process alike, and ``instruments``, the grader's own Ray actors
   those steps make (closed to learner code: :mod:`autograder.labs.instruments`);
 * ``checks``, its graded checks, run in the grader's process only (:mod:`autograder.checks`);
 * ``reference``, the instructor's reference implementations: the solution notebook's code,
@@ -42,7 +42,7 @@ class LabSpec:
     """The lab's id, its notebook's name: ``"02_restart_recovery"``."""
     learner_names: tuple[str, ...] = ()
     """The learner functions and classes the checks call; in grading each gets a deadline after
-    every cell (:func:`autograder.agent.guard`)."""
+    every cell (:func:`autograder.kernel.agent.guard`)."""
     ray: bool = False
     """Whether the grader starts the lab's Ray (the kernel joins it)."""
     ray_start: str = "connect"
@@ -144,6 +144,6 @@ def ray_start(lab: str) -> str:
 def learner_names(lab: str) -> tuple[str, ...]:
     """The learner functions and classes ``lab``'s checks call.
 
-    In grading, each gets a deadline after every cell (:func:`autograder.agent.guard`).
+    In grading, each gets a deadline after every cell (:func:`autograder.kernel.agent.guard`).
     """
     return spec(lab).learner_names

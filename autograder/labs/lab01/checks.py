@@ -3,7 +3,7 @@
 All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: a process of its
 own starts it, and the learner's kernel joins it; the reference process runs in a Ray of its
 own, out of the kernel's sight (the lab's spec: ``reference_ray``). Learner and reference are
-driven alike -- the same kit steps (:mod:`autograder.routines`) in the kernel and in the
+driven alike -- the same kit steps (:mod:`autograder.kernel.routines`) in the kernel and in the
 reference process, each on its own Ray -- and timed side by side, interleaved, on the grader's clock:
 
 * the learner's ``ImageWorker`` processes seeded batches (checksums against the grader's

@@ -1,12 +1,13 @@
-"""01_actor_scaling's kit steps (:mod:`autograder.routines`): the grader's armed emulated GPUs,
-made on the reference process's side. Imported by both; they decide nothing (the checks do)."""
+"""01_actor_scaling's kit steps (:mod:`autograder.kernel.routines`): the grader's armed emulated
+GPUs, made on the reference process's side. Imported by both; they decide nothing (the checks
+do)."""
 
 from __future__ import annotations
 
 from course import fleet
 
-from ...routines import connect, export, step
-from ...stash import STASH
+from ...kernel.routines import connect, export, step
+from ...kernel.stash import STASH
 from . import instruments
 
 

@@ -1,5 +1,5 @@
-"""02_restart_recovery's kit steps (:mod:`autograder.routines`): learner classes as actors and
-the chaos run on the kernel's side; the grader's probe and ledger (:mod:`.instruments`), and its
+"""02_restart_recovery's kit steps (:mod:`autograder.kernel.routines`): learner classes as actors
+and the chaos run on the kernel's side; the grader's probe and ledger (:mod:`.instruments`), and its
 kills, on the grader's side (the process that starts the lab's Ray: :meth:`Session.ray_of`).
 Imported by both; they decide nothing (the checks do)."""
 
@@ -14,8 +14,8 @@ import ray
 
 from course import cluster, faults
 
-from ...routines import export, step
-from ...stash import STASH
+from ...kernel.routines import export, step
+from ...kernel.stash import STASH
 from .targets import TARGETS as T
 from ..instruments import ClosedActor
 from .instruments import Ledger, Probe, wait_restarted

@@ -1,5 +1,5 @@
-"""03_quotas' kit steps (:mod:`autograder.routines`): the learner's placement-group policy read
-as plain data on the kernel's side; a policy's measurement under the grader's load generator
+"""03_quotas' kit steps (:mod:`autograder.kernel.routines`): the learner's placement-group policy
+read as plain data on the kernel's side; a policy's measurement under the grader's load generator
 on the reference process's side. Imported by both; they decide nothing (the checks do)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import statistics
 
 from course import tenancy
 
-from ...routines import step
+from ...kernel.routines import step
 from .targets import TARGETS as T
 
 POOL = "autograder_pool"  # the grader's own resource: the pool's size, whatever else the Ray has

@@ -1,4 +1,4 @@
-"""04_data_affinity's kit steps (:mod:`autograder.routines`): the grader's emulated cluster,
+"""04_data_affinity's kit steps (:mod:`autograder.kernel.routines`): the grader's emulated cluster,
 shard store and host batch (:mod:`.instruments`), made by the grader's process on a side's cluster
 (:meth:`Session.ray_of <autograder.grader.session.Session.ray_of>`); the learner's jobs, shard
 lookup and resident worker driven alike on both sides. Imported by both; they decide nothing (the checks do)."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from course import locality
 
-from ...routines import export, step
-from ...stash import STASH
+from ...kernel.routines import export, step
+from ...kernel.stash import STASH
 from . import instruments
 
 

@@ -166,7 +166,7 @@ def plan_batch(session):
 def _driver_pid(session: Session) -> int:
     """The learner's kernel process (the socket's peer while grading; this process in a notebook),
     numbered as the lab's Ray numbers it (in the sandbox, that Ray's PID namespace)."""
-    from ...channel import innermost_pid
+    from ...kernel.channel import innermost_pid
 
     pid = getattr(session.learner, "_pid", None)
     return innermost_pid(pid) if pid else os.getpid()

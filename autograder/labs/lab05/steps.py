@@ -1,12 +1,12 @@
-"""05_capstone's kit steps (:mod:`autograder.routines`): a side's pipeline run on its own side;
-Ray Data's pool actors and their tasks read from Ray's records on the reference process's
+"""05_capstone's kit steps (:mod:`autograder.kernel.routines`): a side's pipeline run on its own
+side; Ray Data's pool actors and their tasks read from Ray's records on the reference process's
 side. Imported by both; they decide nothing (the checks do)."""
 
 from __future__ import annotations
 
 from course import pipeline
 
-from ...routines import _finished, step
+from ...kernel.routines import _finished, step
 
 
 # ---------------------------------------------------------------- kit steps

@@ -1,6 +1,6 @@
 """Kit steps a grader may ask a kernel -- or the reference process -- to carry out, by name.
 
-A request names them ``kit.<step>`` (see :mod:`autograder.agent`). They run where learner
+A request names them ``kit.<step>`` (see :mod:`autograder.kernel.agent`). They run where learner
 code runs, so they decide nothing: they set things up (Ray actors of a class, seeded image
 batches in Ray's object store), drive actors the same way on both sides, and hand back plain
 values that the grader checks against its own inputs and times with its own clock. The same
