@@ -55,9 +55,11 @@ class LabSpec:
     stopped (``"freeze"``), at idle CPU priority (``"idle"``, for a lab whose Ray runs slower after
     a freeze), or not at all (``False``)."""
     min_slot_cores: int = 1
-    """The fewest cores a grading slot must have for the lab's grades to hold. A check that is no
+    """The fewest cores one grading of the lab must have for its grades to hold. A check that is no
     ratio to a reference timed beside it (lab 01's throughput model: measured over the learner's
-    own prediction) has nothing to cancel a starved slot."""
+    own prediction) has nothing to cancel a starved slot. ``grade --workers N`` gives a grading as
+    many slots as that takes; ``calibrate LAB --workers N`` measures it (the solution graded N at
+    a time loses a point where the slots are too small)."""
 
     def __post_init__(self) -> None:
         if not (len(self.lab) > 3 and self.lab[:2].isdigit() and self.lab[2] == "_"):
