@@ -191,6 +191,22 @@ def test_a_lab_needing_more_cores_than_a_slot_takes_several_and_grades_fewer_at_
         assert not ok and f"01_actor_scaling needs 2 cores a grading, and {workers} slots on {cores} cores" in why
 
 
+def test_on_a_cluster_a_lab_asks_for_the_slots_its_smallest_node_needs_and_no_node_may_starve_it():
+    """``grade --ray``: a grading asking Ray for W slots may start on any node with W free, so W is
+    the largest any node needs, and a node whose slots cannot give the cores at all refuses the
+    course (a grading would start there on too few)."""
+    from autograder.grader import fair_timing, pool
+
+    lab = {"01_actor_scaling"}
+    assert fair_timing.widths_on([(1, 2), (1, 2)], lab | {"00_measure"}) == {"00_measure": 1, "01_actor_scaling": 1}
+    assert fair_timing.widths_on([(4, 4), (2, 8)], lab) == {"01_actor_scaling": 2}  # 1-core slots on the first
+    with pytest.raises(fair_timing.Unfit, match="needs 2 cores a grading, and 2 slots on 1 cores"):
+        fair_timing.widths_on([(4, 8), (2, 1)], lab)  # the second would be handed a 1-slot grading of it
+    with pytest.raises(SetupError, match="needs 2 cores a grading, and 1 slots on 1 cores"):
+        pool.widths([(1, 1)], lab)
+    assert fair_timing.widths(2, lab, cores=2) == fair_timing.widths_on([(2, 2)], lab) == {"01_actor_scaling": 2}
+
+
 def test_a_wide_grading_claims_that_many_slots_and_their_cores_together(tmp_path):
     """What a grading of such a lab holds in its slot: two slots' locks, cores and sweep records."""
     wide = slots.claim(3, tmp_path, width=2)

@@ -238,13 +238,14 @@ def _grade_side_by_side(course, todo, gradebook, limits, kit, workers, ray_addre
     import ray
 
     from .. import seed
-    from . import fair_timing, pool
+    from . import pool
 
-    widths = fair_timing.widths(workers, {a for _, a, _ in todo}) if workers and not ray_address else {}
     pool.start(workers, ray_address)
     try:
-        for line in pool.nodes(kit, limits["sandboxed"]):
+        lines, shapes = pool.nodes(kit, limits["sandboxed"])
+        for line in lines:
             tqdm.write(line)
+        widths = pool.widths(shapes, {a for _, a, _ in todo})
         pool.grade(course, todo, gradebook, limits, kit, seed.base() or "", done, progress, widths)
     finally:
         ray.shutdown()  # a local Ray stops; a cluster is only left

@@ -166,23 +166,41 @@ def widths(workers: int, labs: set[str], cores: int | None = None) -> dict[str, 
     ``labs`` takes: 1, or as many as its ``min_slot_cores`` (:class:`autograder.labs.LabSpec`)
     needs, so that such a lab grades fewer at a time rather than on fewer cores. Raises
     :class:`Unfit` for a lab that all the slots together cannot give its cores."""
+    return widths_on([(workers, len(os.sched_getaffinity(0)) if cores is None else cores)], labs)
+
+
+def widths_on(nodes: list[tuple[int, int]], labs: set[str]) -> dict[str, int]:
+    """:func:`widths` on a cluster whose nodes offer ``(slots, cores)`` each: a grading asking Ray
+    for that many slots may start on any node that has them free, so the width is the largest any
+    node needs. Raises :class:`Unfit` where no node can give a lab its cores, or where a node
+    that cannot would still be offered such a grading (it has that many slots)."""
     from ..labs import UnknownLab, min_slot_cores
 
-    cores = len(os.sched_getaffinity(0)) if cores is None else cores
-    sizes = sorted(len(s) for s in split(list(range(cores)), workers))
     out = {}
     for lab in sorted(labs):
         try:
             need = min_slot_cores(lab)
         except UnknownLab:
             continue
-        # any `width` free slots may be the ones claimed: the smallest sets must do
-        width = next((w for w in range(1, workers + 1) if sum(sizes[:w]) >= need), None)
-        if width is None or (width > 1 and workers > cores):  # slots sharing cores cannot add up to more
-            raise Unfit(f"{lab} needs {need} cores a grading, and {workers} slots on {cores} cores cannot give "
+        each = [(slots, cores, _width(need, slots, cores)) for slots, cores in nodes]
+        fits = [w for _, _, w in each if w is not None]
+        starved = [(slots, cores) for slots, cores, w in each if w is None and slots >= max(fits, default=1)]
+        if not fits or starved:
+            slots, cores = (starved or [(s, c) for s, c, _ in each])[0]
+            raise Unfit(f"{lab} needs {need} cores a grading, and {slots} slots on {cores} cores cannot give "
                         f"them: grade with fewer workers, or on more cores")
-        out[lab] = width
+        out[lab] = max(fits)
     return out
+
+
+def _width(need: int, slots: int, cores: int) -> int | None:
+    """How many of a node's ``slots`` (its ``cores`` split as :func:`autograder.grader.slots.split`
+    splits them) give ``need`` cores, whichever free ones are claimed; ``None``: none do."""
+    sizes = sorted(len(s) for s in split(list(range(cores)), slots))  # the smallest sets must do
+    width = next((w for w in range(1, slots + 1) if sum(sizes[:w]) >= need), None)
+    if width is not None and width > 1 and slots > cores:  # slots sharing cores cannot add up to more
+        return None
+    return width
 
 
 class Unfit(Exception):

@@ -74,9 +74,10 @@ def low_priority():
         os.setpriority(os.PRIO_PROCESS, 0, before)
 
 
-def nodes(kit: str, sandboxed: bool) -> list[str]:
+def nodes(kit: str, sandboxed: bool) -> tuple[list[str], list[tuple[int, int]]]:
     """Every live node that offers slots, checked before anything is graded: the same kit as
-    here, and a sandbox where one is required. Lines saying what each offers."""
+    here, and a sandbox where one is required. Lines saying what each offers, and each one's
+    slots and cores (what :func:`autograder.grader.fair_timing.widths_on` reads)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -87,17 +88,29 @@ def nodes(kit: str, sandboxed: bool) -> list[str]:
     probe = ray.remote(num_cpus=0)(_node_facts)
     facts = ray.get([probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
                      for n in offering])
-    problems, lines = [], []
+    problems, lines, shapes = [], [], []
     for n, (ip, node_kit, no_sandbox, cores) in zip(offering, facts):
         slots = int(n["Resources"][RESOURCE])
         lines.append(f"node {ip}: {slots} slot(s), {cores} core(s) here")
+        shapes.append((slots, cores))
         if node_kit != kit:
             problems.append(f"node {ip} runs other grading code than this machine (install the same kit version)")
         if sandboxed and no_sandbox:
             problems.append(f"node {ip} cannot make the sandbox: {no_sandbox}")
     if problems:
         raise SetupError("; ".join(problems))
-    return lines
+    return lines, shapes
+
+
+def widths(shapes: list[tuple[int, int]], labs: set[str]) -> dict[str, int]:
+    """How many slots one grading of each of ``labs`` asks for on these nodes
+    (:func:`autograder.grader.fair_timing.widths_on`); a lab no node can serve is a setup error."""
+    from . import fair_timing
+
+    try:
+        return fair_timing.widths_on(shapes, labs)
+    except fair_timing.Unfit as exc:
+        raise SetupError(str(exc)) from None
 
 
 def _node_facts() -> tuple[str, str, str | None, int]:

@@ -248,13 +248,14 @@ def grade_in_slots(course: Path, limits: dict, workers: int | None, ray_address:
     ``grade`` does (:mod:`autograder.grader.pool`): one round of at most one submission a slot
     at a time, so a round ends with its slowest grading."""
     from .. import seed
-    from . import cohort, fair_timing, pool, resume, scratch_course
+    from . import cohort, pool, resume, scratch_course
 
     kit = resume.kit_fingerprint()
-    widths = fair_timing.widths(workers, set(intake.roster(course).labs)) if workers and not ray_address else {}
     pool.start(workers, ray_address)
-    for line in pool.nodes(kit, limits["sandboxed"]):
+    lines, shapes = pool.nodes(kit, limits["sandboxed"])
+    for line in lines:
         log(line)
+    widths = pool.widths(shapes, set(intake.roster(course).labs))
 
     def grade(pairs: list[tuple[str, str]]) -> Iterable[Outcome]:
         todo, got = [], []
