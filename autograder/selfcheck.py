@@ -4,7 +4,7 @@ Builds a throw-away nbgrader course whose source is the kit's own ``solutions/``
 hidden tests are the real ones), puts the notebook in as the only submission, and runs real
 ``nbgrader autograde`` on it. Self-check and instructor grading therefore cannot disagree.
 A student bundle has no ``solutions/``: there the notebook is run in a kernel and checked
-there (:mod:`autograder.kernel_check`), without the checks only the instructor's grading can run.
+there (:mod:`autograder.bundle_check`), without the checks only the instructor's grading can run.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
         raise SetupError(f"no such notebook: {notebook}")
     lab = lab_of(notebook, lab)
     if not answer_keys():
-        from .kernel_check import grade_in_kernel
+        from .bundle_check import grade_in_kernel
 
         return grade_in_kernel(notebook, lab, **limits)
     if limits.get("sandboxed") is None:  # in the sandbox wherever one can be made
