@@ -13,7 +13,8 @@ not cancelled by the ratio: a starved slot costs honest work points there. So ``
 --workers N`` also grades each lab's solution N at a time, one per slot, as ``check`` grades a
 notebook, and keeps what each lost: ``grade --workers N`` refuses a lab whose solution lost a
 point N at a time on this machine. Each lab's ``min_slot_cores`` (:class:`autograder.labs.LabSpec`)
-is the floor this measured on a 2-core machine, refused even where calibrate never ran.
+is the floor this measured on a 2-core machine: where calibrate never ran too, a grading of a lab
+that needs more cores than a slot has takes as many slots as it needs (:func:`widths`).
 
 The verdict is kept per machine and concurrency in ``~/.cache/autograder/calibration.json``.
 ``grade --workers N`` (and ``serve --workers N``) grades side by side only where every tier of
