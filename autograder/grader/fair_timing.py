@@ -52,18 +52,12 @@ def measure(lab: str | None, workers: int, runs: int, *, in_process: bool = Fals
     cores = split(list(os.sched_getaffinity(0)), workers)
     argv = [sys.executable, *SAFE_PATH, "-m", "autograder", "calibrate", *([lab] if lab else []), "--runs", str(runs),
             "--json", *(["--in-process"] if in_process else [])]
-    copies = []
-    for k in range(workers):
-        copies.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                       env={**os.environ, COPY_ENV: str(k)},
-                                       preexec_fn=lambda c=cores[k]: os.sched_setaffinity(0, c)))
     verdict: dict[str, bool] = {}
-    for k, proc in enumerate(copies):
-        out, err = proc.communicate()
+    for k, (out, err, code) in enumerate(_pinned(argv, cores, copy_env=True)):
         try:
             found = _report(out)["checks"]
         except (ValueError, KeyError):
-            raise RuntimeError(f"calibration copy {k} (cores {cores[k]}) ended with code {proc.returncode} and no "
+            raise RuntimeError(f"calibration copy {k} (cores {cores[k]}) ended with code {code} and no "
                                f"report: {(err or out)[-800:]}") from None
         for line in err.splitlines():
             if line.strip():
@@ -77,21 +71,28 @@ def measure(lab: str | None, workers: int, runs: int, *, in_process: bool = Fals
 def grade_solutions(labs: list[str], workers: int, runs: int = 1, *, sandboxed: bool = True) -> dict[str, list[str]]:
     """Each lab's solution graded ``workers`` at a time, one per slot's cores, ``runs`` times;
     lab -> what it lost in any slot (check names, or why a grading failed; empty: full marks in
-    every slot). Each slot's score is printed as it is known."""
+    every slot). Each slot's score is printed once its round ends."""
     cores = split(list(os.sched_getaffinity(0)), workers)
     lost: dict[str, list[str]] = {}
     for lab in labs:
         argv = check_argv(lab, sandboxed)
         lost[lab] = []
         for _ in range(runs):
-            copies = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                       preexec_fn=lambda c=cores[k]: os.sched_setaffinity(0, c))
-                      for k in range(workers)]
-            for k, proc in enumerate(copies):
-                missed, line = _graded(*proc.communicate(), proc.returncode)
+            for k, (out, err, code) in enumerate(_pinned(argv, cores)):
+                missed, line = _graded(out, err, code)
                 print(f"[slot {k}, cores {cores[k]}] {lab} solution: {line}", flush=True)
                 lost[lab] += [m for m in missed if m not in lost[lab]]
     return lost
+
+
+def _pinned(argv: list[str], cores: list[tuple[int, ...]], *, copy_env: bool = False) -> list[tuple[str, str, int]]:
+    """``argv`` run once per slot at the same time, each pinned to that slot's ``cores`` (and told
+    its copy number where ``copy_env``); each one's stdout, stderr and exit code, in slot order."""
+    copies = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **({COPY_ENV: str(k)} if copy_env else {})},
+                               preexec_fn=lambda c=c: os.sched_setaffinity(0, c))
+              for k, c in enumerate(cores)]
+    return [(*proc.communicate(), proc.returncode) for proc in copies]
 
 
 def check_argv(lab: str, sandboxed: bool) -> list[str]:
