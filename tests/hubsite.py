@@ -253,7 +253,12 @@ def start(hub: Hub, serve_options: str, driver: Path = DRIVER_CONFIG, timeout_s:
 
 
 def stop(hub: Hub, timeout_s: float = 60) -> None:
-    """Stop the hub: SIGTERM, and it stops its proxy, the service and the students' servers."""
+    """Stop the hub: SIGTERM, and it stops its proxy, the services and the students' servers;
+    then end whatever of them is left -- each process the hub had started (known by its id and
+    start time, whatever its working folder, user or environment), and each that names the hub's
+    folder -- and fail if any survives. (Seen 2026-12-07: the formgrader service, root, its
+    working folder the deleted course, ran on an hour after the browser test.)"""
+    family = _family(hub.proc.pid) if hub.proc is not None else {}
     if hub.proc is not None and hub.proc.poll() is None:
         hub.proc.terminate()
         try:
@@ -261,7 +266,27 @@ def stop(hub: Hub, timeout_s: float = 60) -> None:
         except subprocess.TimeoutExpired:
             hub.proc.kill()
             hub.proc.wait(10)
-    _end_leftovers(hub)  # a hub that died at start leaves its proxy running
+    deadline = time.monotonic() + 10
+    while left := _end_leftovers(hub, family):  # a hub that died at start leaves its proxy running
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the hub's processes outlived it: {left}")
+        time.sleep(0.2)
+
+
+def _started(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), or ``None`` if it is gone: with the pid, a
+    process's identity (a pid alone may be another process's by now)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _family(pid: int) -> dict[int, int]:
+    """pid -> start time of ``pid`` and each of its live descendants."""
+    from autograder.grader.processes import descendants
+
+    return {p: t for p in (pid, *descendants(pid)) if (t := _started(p)) is not None}
 
 
 @contextlib.contextmanager
@@ -303,14 +328,24 @@ def running(students: list[str], serve_options: str, roster: list[str] | None = 
             shutil.rmtree(hub.base, ignore_errors=True)
 
 
-def _end_leftovers(hub: Hub) -> None:
-    """Whatever the hub started and left (its proxy, the grading service), each by its id: the
-    processes whose command line or environment names this hub's folder."""
+def _end_leftovers(hub: Hub, family: dict[int, int]) -> list[str]:
+    """SIGKILL what the hub started and left: the processes of ``family`` (pid -> start time)
+    still running, and those whose command line, environment or working folder names this hub's
+    folder; their command lines (empty: none was left)."""
+    from autograder.grader.processes import _command, _zombie
+
     mark = str(hub.base).encode()
+    left = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if mark in (entry / "cmdline").read_bytes() or mark in (entry / "environ").read_bytes():
-                    os.kill(int(entry.name), 9)
-            except (OSError, ProcessLookupError):
-                pass
+        if not entry.name.isdigit() or int(entry.name) == os.getpid() or _zombie(int(entry.name)):
+            continue
+        pid = int(entry.name)
+        try:
+            ours = (family.get(pid) is not None and family[pid] == _started(pid)) or mark in (entry / "cmdline").read_bytes() \
+                or mark in (entry / "environ").read_bytes() or os.readlink(entry / "cwd").startswith(str(hub.base))
+            if ours:
+                left.append(_command(pid))
+                os.kill(pid, 9)
+        except (OSError, ProcessLookupError):
+            pass
+    return left

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from .nbgrader_run import KIT_ROOT
-from .processes import SAFE_PATH
+from .processes import SAFE_PATH, end
 from .slots import split
 
 RECORD = Path.home() / ".cache" / "autograder" / "calibration.json"
@@ -92,7 +92,11 @@ def _pinned(argv: list[str], cores: list[tuple[int, ...]], *, copy_env: bool = F
                                env={**os.environ, **({COPY_ENV: str(k)} if copy_env else {})},
                                preexec_fn=lambda c=c: os.sched_setaffinity(0, c))
               for k, c in enumerate(cores)]
-    return [(*proc.communicate(), proc.returncode) for proc in copies]
+    try:
+        return [(*proc.communicate(), proc.returncode) for proc in copies]
+    finally:  # stopped (Ctrl-C, SIGTERM): each copy ends what it started itself, then goes
+        for proc in copies:
+            end(proc, grace_s=15)
 
 
 def check_argv(lab: str, sandboxed: bool) -> list[str]:

@@ -12,12 +12,14 @@ cap on its whole process tree.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import ctypes
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -28,24 +30,102 @@ OUTPUT_LIMIT_BYTES = 64 * 2**20  # what a graded process may write to stdout or 
 SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+RAISE_AGAIN_AFTER_S = 10.0  # a second stop signal this soon after the first leaves the clean-up alone
+# The section of the main thread that takes a stop at its own safe points (see :func:`shielded`).
+_SHIELD: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("autograder_shield", default=None)
+
+
 @contextlib.contextmanager
 def sigterm_as_ctrl_c():
-    """SIGTERM (``kill``, a hub stopping its service, a CI timeout) ends a command as Ctrl-C does:
-    its ``finally`` blocks then end what it started -- the ``nbgrader autograde`` of a submission,
-    the reference process, the sandboxes -- instead of leaving them running, orphaned."""
+    """SIGTERM (``kill``, a hub stopping its service, a CI timeout) and Ctrl-C end a command the
+    same way: as a ``KeyboardInterrupt`` whose ``finally`` blocks end what it started -- the
+    ``nbgrader autograde`` of a submission, the reference process, the sandboxes -- instead of
+    leaving them running, orphaned.
+
+    Where the interrupt lands must not matter, so it never lands where it could break the
+    clean-up: inside a :func:`shielded` section (waiting on a child) the signal only sets a flag
+    that the section's loop acts on at a safe point, and a second signal within
+    :data:`RAISE_AGAIN_AFTER_S` of the first is not raised again (it would cut the clean-up the
+    first one started). (Seen 2026-12-07: an interrupt raised inside ``Popen.wait`` left its
+    lock held, and the clean-up's untimed ``wait()`` then hung for ever.)"""
+    raised_at: list[float] = []
+
+    def stop(*_args) -> None:
+        shield = _SHIELD.get()
+        if shield is not None:
+            shield.set()
+        elif not raised_at or time.monotonic() - raised_at[-1] > RAISE_AGAIN_AFTER_S:
+            raised_at.append(time.monotonic())
+            raise KeyboardInterrupt
+
     try:
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
     except ValueError:  # not the main thread (a caller embedding the grader): signals are its business
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
-def _raise_interrupt(*_args) -> None:
-    raise KeyboardInterrupt
+@contextlib.contextmanager
+def shielded():
+    """A section that takes a stop at its own safe points: a stop signal arriving inside it sets
+    the event yielded (the section's loop checks it) instead of raising wherever the main thread
+    is; leaving the section with the event set raises the ``KeyboardInterrupt`` then."""
+    outer = _SHIELD.get()
+    event = threading.Event()
+    if outer is not None and outer.is_set():
+        event.set()
+    token = _SHIELD.set(event)
+    try:
+        yield event
+    finally:
+        _SHIELD.reset(token)
+        if event.is_set():
+            if outer is not None:
+                outer.set()
+            else:
+                raise KeyboardInterrupt
+
+
+def reap(proc: subprocess.Popen, timeout_s: float) -> int | None:
+    """Wait at most ``timeout_s`` for ``proc`` to exit and collect it; its exit code, or ``None``
+    if it is still running. Unlike ``Popen.wait`` this does not take ``Popen``'s private lock,
+    which an interrupt raised inside another wait can leave held for ever."""
+    deadline = time.monotonic() + timeout_s
+    while proc.returncode is None:
+        try:
+            pid, status = os.waitpid(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # collected elsewhere (a subreaper's sweep): gone, status unknown
+            proc.returncode = -signal.SIGKILL
+            break
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            break
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.02)
+    return proc.returncode
+
+
+def end(proc: subprocess.Popen, grace_s: float = 0.0, timeout_s: float = 10.0) -> int | None:
+    """Stop ``proc`` and everything it started, and collect it within ``timeout_s``: SIGTERM
+    first where ``grace_s`` lets it end what it started itself, then SIGKILL of its whole tree."""
+    if proc.returncode is not None:  # collected already: its pid may be another process's now
+        return proc.returncode
+    if grace_s and proc.returncode is None:
+        try:
+            proc.terminate()
+        except OSError:
+            pass
+        if reap(proc, grace_s) is not None:
+            return proc.returncode
+    kill_tree(proc.pid)
+    return reap(proc, timeout_s)
 
 
 def become_subreaper() -> bool:
@@ -187,12 +267,14 @@ def run_watched(cmd: list[str], *, cwd, env: dict, timeout_s: float,
     could write without end). The output goes to files, not to this process's memory; what is
     returned is at most the last ``output_limit_bytes`` of each. The reason is the last line of stderr."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        proc = None
         try:
-            why = _watch(proc, out, err, timeout_s, memory_limit_bytes, poll_s, output_limit_bytes)
+            with shielded() as stop:  # a stop from here on is taken by _watch, the child never left behind
+                proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+                why = _watch(proc, out, err, timeout_s, memory_limit_bytes, poll_s, output_limit_bytes, stop)
         except BaseException:  # the grader itself is stopped (Ctrl-C, SIGTERM): the command goes with it
-            kill_tree(proc.pid)
-            proc.wait()
+            if proc is not None:
+                end(proc)
             raise
         stdout, stderr = _tail(out, output_limit_bytes), _tail(err, output_limit_bytes)
     if why:
@@ -201,15 +283,16 @@ def run_watched(cmd: list[str], *, cwd, env: dict, timeout_s: float,
 
 
 def _watch(proc, out, err, timeout_s: float, memory_limit_bytes: float | None, poll_s: float,
-           output_limit_bytes: int) -> tuple[int, str] | None:
-    """Wait for ``proc``; stop its tree at the first limit it passes, and say which (see :func:`run_watched`)."""
+           output_limit_bytes: int, stop: threading.Event) -> tuple[int, str] | None:
+    """Wait for ``proc``; stop its tree at the first limit it passes, and say which (see
+    :func:`run_watched`); on ``stop`` (the grader is stopped), stop its tree and return."""
     deadline = time.monotonic() + timeout_s
     while True:
-        try:
-            proc.wait(timeout=poll_s)
+        if reap(proc, poll_s) is not None:
             return None
-        except subprocess.TimeoutExpired:
-            pass
+        if stop.is_set():
+            end(proc)
+            return (130, "stopped: the grader was interrupted")
         why = None
         if time.monotonic() > deadline:
             why = (124, f"timed out after {timeout_s:g} s")
@@ -218,8 +301,7 @@ def _watch(proc, out, err, timeout_s: float, memory_limit_bytes: float | None, p
         elif max(os.fstat(out.fileno()).st_size, os.fstat(err.fileno()).st_size) > output_limit_bytes:
             why = (125, f"wrote more than {output_limit_bytes / 2**20:g} MiB of output")
         if why:
-            kill_tree(proc.pid)
-            proc.wait()
+            end(proc)
             return why
 
 

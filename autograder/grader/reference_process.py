@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .. import labs
 from ..kernel.channel import ENDPOINT_ENV, Endpoint, ProtocolError, recv, send
-from . import sandbox
+from . import processes, sandbox
 from .sandbox import SANDBOX_GID
 from .processes import SAFE_PATH
 from .catalog import reference
@@ -174,11 +174,8 @@ class ReferenceProcess:
                 send(self._conn, {"op": "bye"})
             except ProtocolError:
                 pass
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
+        if processes.reap(self.proc, 30) is None:
+            processes.end(self.proc)
         self._done.set()
         self._endpoint.close()
         self._log.close()
