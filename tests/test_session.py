@@ -388,3 +388,19 @@ def test_a_check_may_call_only_the_learner_names_its_labs_spec_declares():
     assert session.learner.call("throughput", None, 3, what="throughput(fn, items)", returns="number") == 1.5
     with pytest.raises(LookupError, match="not in the lab's learner_names"):
         session.learner.call("plan", what="plan()")
+
+
+def test_a_check_graded_on_two_readings_stops_early_only_once_both_are_decided():
+    """Lab 05 grades the lower of the timed median and the whole-run median: timed rounds that
+    agree (1.0x against tiers 0.4 / 0.7) must not end the rounds while the whole-run ratios
+    (0.5, 1.0, 0.5, ...) still straddle 0.7 -- the early verdict would not be the one graded."""
+    s = Session("00_measure", seed=1)
+    straddling = [0.5, 1.0, 0.5, 1.0, 0.5]
+    fast = _rounds([1.0] * 10)
+    r = s.side_by_side(fast, _rounds([1.0] * 10), rounds=5, tiers=(0.4, 0.7),
+                       also_graded=lambda: straddling[:fast.calls - 1])  # one a round, after the warm-up
+    assert len(r.ratios) == 5  # the timed ratios alone stopped it after 3
+    agreeing = _rounds([1.0] * 10)
+    r = s.side_by_side(agreeing, _rounds([1.0] * 10), rounds=5, tiers=(0.4, 0.7),
+                       also_graded=lambda: [1.0] * (agreeing.calls - 1))
+    assert len(r.ratios) == 3  # both decided after 3 rounds

@@ -209,7 +209,8 @@ class Session:
     early_stop = True  # side_by_side ends its rounds once the tiers' verdicts are decided
 
     def side_by_side(self, learner: Callable[[], float], reference: Callable[[], float], *, rounds: int,
-                     stop_below: float = 0.0, tiers: tuple[float, ...] = ()):
+                     stop_below: float = 0.0, tiers: tuple[float, ...] = (),
+                     also_graded: Callable[[], list[float]] | None = None):
         """The learner's rate over the reference's, measured interleaved on the grader's clock.
 
         ``learner()`` and ``reference()`` each run one round of the same work (fresh inputs,
@@ -223,8 +224,11 @@ class Session:
         With ``tiers`` (the thresholds the ratio is graded against), the rounds end as soon as the
         median of all ``rounds`` falls on the same side of every tier whatever the rounds not yet
         run would read (:func:`decided`): the verdict is exactly the one every round would give,
-        sooner -- 3 rounds of 5, or 4 of 7, when they agree. ``calibrate`` clears
-        :attr:`early_stop`, so that the ratios it reports are the medians of every round.
+        sooner -- 3 rounds of 5, or 4 of 7, when they agree. A check that grades the lower of this
+        median and the median of a second per-round reading passes ``also_graded`` (that reading's
+        ratios so far, one a round): the rounds then end only once both are decided, as the lower
+        of two medians is on a tier's side once each is. ``calibrate`` clears :attr:`early_stop`,
+        so that the ratios it reports are the medians of every round.
 
         Where the reference has a Ray of its own, the learner's side (its kernel, the lab's Ray
         and its actors) is frozen during each reference turn, or put at idle CPU priority (the lab's
@@ -253,7 +257,8 @@ class Session:
             else:
                 ref.append(reference())
                 mine.append(learner())
-            if self.early_stop and decided([b / a for a, b in zip(mine, ref)], rounds, tiers):
+            if self.early_stop and decided([b / a for a, b in zip(mine, ref)], rounds, tiers) \
+                    and (also_graded is None or decided(also_graded(), rounds, tiers)):
                 break
         return Comparison(Measurement(mine), Measurement(ref), [b / a for a, b in zip(mine, ref)])
 

@@ -298,12 +298,17 @@ def measure_throughput(session: Session) -> Throughput:
             return max(seconds - small, 0.05 * seconds)
         return run
 
+    def whole_ratios() -> list[float]:
+        """The per-round ratios of whole runs, the warm-up round left out (when there are others)."""
+        pairs = list(zip(whole["mine"], whole["theirs"]))
+        return [b / a for a, b in (pairs[1:] or pairs)]
+
     mine = beyond(session.learner, what, side(session.learner, what, True), "mine")
     theirs = beyond(session.reference, "the reference pipeline", side(session.reference, "the reference pipeline", False), "theirs")
+    # graded: the lower of the two medians, so the rounds end early only once both are decided
     timed = session.side_by_side(mine, theirs, rounds=T.rounds, stop_below=T.throughput_tiers[0] / 2,
-                                 tiers=T.throughput_tiers)
-    pairs = list(zip(whole["mine"], whole["theirs"]))[1:] or list(zip(whole["mine"], whole["theirs"]))
-    whole_ratio = statistics.median(b / a for a, b in pairs) if pairs else timed.ratio
+                                 tiers=T.throughput_tiers, also_graded=whole_ratios)
+    whole_ratio = statistics.median(whole_ratios()) if whole_ratios() else timed.ratio
     return Throughput(min(timed.ratio, whole_ratio), problems[0] if problems else None, len(timed.ratios))
 
 
