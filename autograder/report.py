@@ -42,14 +42,18 @@ def total(results: list[Result]) -> tuple[float, float]:
     return sum(r.score for r in measured), sum(r.max_score for r in measured)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
-    """One submission's grading: per-check results, or why grading failed."""
+    """One submission's grading: per-check results, or why grading failed. Made once, complete
+    (a later step makes a new one with :func:`dataclasses.replace`). ``retry``: the grader itself
+    could not carry the grading out (its reference, its slot, its Ray) -- the submission is not
+    to blame, the grading is not recorded, and a service queues it again."""
 
     student: str
     assignment: str
     results: list[Result] = field(default_factory=list)
     error: str = ""
+    retry: bool = False
     flags: list[str] = field(default_factory=list)  # kernel passes the grader did not confirm
     log: str = ""                                   # nbgrader's full output, for --verbose and the log file
     killed: list[str] = field(default_factory=list)  # processes it left running (not Ray's), ended by the grader

@@ -258,7 +258,8 @@ def test_a_rerun_grades_only_what_changed_and_an_interrupted_run_continues(tmp_p
             raise KeyboardInterrupt
         graded.append(student)
         error = fail.get(student, "")
-        return Outcome(student, assignment, [Result("ray-task", 0 if error else 2, 2)], error=error)
+        return Outcome(student, assignment, [Result("ray-task", 0 if error else 2, 2)], error=error,
+                       retry=bool(error))
 
     monkeypatch.setattr(cohort, "grade_one", fake)
 
@@ -268,7 +269,7 @@ def test_a_rerun_grades_only_what_changed_and_an_interrupted_run_continues(tmp_p
         with open(course / "grades.csv") as f:
             return code, sorted(graded), {r["student_id"]: r["score"] for r in csv.DictReader(f)}
 
-    fail["ben"] = "the grader could not start its reference process (x); nothing was graded, grade it again"
+    fail["ben"] = "the grader could not start its reference process (x); nothing was graded"
     assert run() == (1, ["ann", "ben", "cat"], {"ann": "2", "ben": "0", "cat": "2"})
     fail.clear()
     assert run() == (0, ["ben"], {"ann": "2", "ben": "2", "cat": "2"})  # only the one to retry
@@ -304,12 +305,10 @@ def test_feedback_pages_and_the_cohort_report_say_what_the_grader_found(tmp_path
                 "cat": [Result("ray-task", 0, 2, "grading failed"), Result("batch-model", 0, 2, "grading failed")]}
 
     def fake(course_, student, assignment, gradebook, **limits):
-        o = Outcome(student, assignment, verdicts[student], seconds={"ann": 30, "ben": 45, "cat": 600}[student])
-        if student == "cat":
-            o.error = "the notebook did not finish in 600 s: killed"
-        if student == "ben":
-            o.flags, o.findings, o.seconds_late, o.late_penalty = ["ray-task"], ["uses os.kill"], 7200, 1
-        return o
+        more = {"cat": {"error": "the notebook did not finish in 600 s: killed"},
+                "ben": {"flags": ["ray-task"], "findings": ["uses os.kill"], "seconds_late": 7200, "late_penalty": 1}}
+        return Outcome(student, assignment, verdicts[student], seconds={"ann": 30, "ben": 45, "cat": 600}[student],
+                       **more.get(student, {}))
 
     monkeypatch.setattr(cohort, "grade_one", fake)
     assert cohort.run(course, "00_measure", sandboxed=False) == 1

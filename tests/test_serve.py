@@ -81,8 +81,13 @@ def test_the_rate_limit_refuses_with_the_time_of_the_next_grading():
     assert book[later].state == sq.QUEUED
     book, taken = sq.claim(book, 2, now=3701)
     assert [e.name for e in taken] == [other]  # one grading per student at a time
-    retry = sq.finish(book, other, 3702, error=f"x; {sq.RETRY_MARK}")
+    retry = sq.finish(book, other, 3702, error="x", retry=True)
     assert retry[other].state == sq.QUEUED and not sq.counts(retry[other])  # the grader's own failure: queued again
+    for attempt in (2, 3):  # tried MAX_ATTEMPTS times in all, then failed -- still not the student's grading
+        retry, _ = sq.claim(retry, 1, now=3702 + attempt)
+        retry = sq.finish(retry, other, 3703 + attempt, error="x", retry=True)
+    assert retry[other].state == sq.FAILED and "failed 3 times" in retry[other].message
+    assert not sq.counts(retry[other])
     with pytest.raises(ValueError):
         sq.Rate.parse("0/24")
 

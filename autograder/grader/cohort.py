@@ -83,7 +83,8 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
         for o in outcomes:
             failed = [r.name for r in o.results if not r.passed]
             w.writerow({"student_id": o.student, "assignment": o.assignment, "score": f"{o.score:g}",
-                        "max_score": f"{o.max_score:g}", "late_penalty": f"{o.late_penalty:g}", "status": f"error: {o.error}" if o.error else "graded",
+                        "max_score": f"{o.max_score:g}", "late_penalty": f"{o.late_penalty:g}",
+                        "status": ("retry: " if o.retry else "error: ") + o.error if o.error else "graded",
                         "failed_checks": " ".join(failed), "flags": " ".join(o.flags),
                         "static_findings": len(o.findings), "seconds": f"{o.seconds:.0f}",
                         "seconds_late": f"{o.seconds_late:.0f}", "sandbox": "bubblewrap" if o.sandboxed else "none",

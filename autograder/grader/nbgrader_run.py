@@ -367,7 +367,7 @@ def autograde(course: Path, assignment: str, student: str, *,
                                                    ahead=answered(course, assignment, student))}
         except Exception as exc:  # the grader's own machinery (its Ray) failed: say so, grade nothing
             return Outcome(student, assignment, error=f"the grader could not start its reference process "
-                           f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded, grade it again",
+                           f"({type(exc).__name__}: {str(exc)[:300]}); nothing was graded", retry=True,
                            findings=findings)
         limits = {"AUTOGRADER_CELL_TIMEOUT_S": str(int(cell_timeout_s)),
                   "AUTOGRADER_SUBMISSION_TIMEOUT_S": str(int(timeout_s))}
@@ -401,17 +401,17 @@ def autograde(course: Path, assignment: str, student: str, *,
     raised = cell_errors(course / "autograded" / student / assignment)
     log += "".join(f"\n[autograder | an ungraded cell raised] {e}" for e in raised)
     log += "".join(f"\n[autograder | static check] {f}" for f in findings)
-    outcome = Outcome(student, assignment, results, log=log, killed=not_ray(killed), cell_errors=raised,
-                      findings=findings, seconds=time.monotonic() - started, sandboxed=sandboxed,
-                      peak_memory_bytes=peak, peak_disk_bytes=space.peak_bytes if space is not None else 0)
+    error = ""
     if proc.returncode == 124:
-        outcome.error = f"grading stopped after {timeout_s:g} s (the submission hung)"
+        error = f"grading stopped after {timeout_s:g} s (the submission hung)"
     elif proc.returncode == 137 or (group is not None and out_of_memory):
-        outcome.error = f"the submission used more than {memory_limit_gib:g} GiB of memory; it was stopped"
+        error = f"the submission used more than {memory_limit_gib:g} GiB of memory; it was stopped"
     elif proc.returncode == 125:
-        outcome.error = f"the submission {proc.stderr.strip().splitlines()[-1]}; it was stopped"
+        error = f"the submission {proc.stderr.strip().splitlines()[-1]}; it was stopped"
     elif proc.returncode != 0 or not results:
         reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else cause(log)
-        outcome.error = f"nbgrader autograde failed: {reason}"
-    outcome.results, outcome.flags = merge(results, verdicts)  # the grader's, however the kernel's run ended
-    return outcome
+        error = f"nbgrader autograde failed: {reason}"
+    graded, flags = merge(results, verdicts)  # the grader's, however the kernel's run ended
+    return Outcome(student, assignment, graded, error=error, flags=flags, log=log, killed=not_ray(killed),
+                   cell_errors=raised, findings=findings, seconds=time.monotonic() - started, sandboxed=sandboxed,
+                   peak_memory_bytes=peak, peak_disk_bytes=space.peak_bytes if space is not None else 0)

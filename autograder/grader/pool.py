@@ -19,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..report import Outcome
 from . import scratch_course, slot_worker
 from .settle import settle
 from .nbgrader_run import SetupError
-from .resume import RETRY_MARK
 from .slots import RESOURCE
 
 MAX_RETRIES = 3  # a lost worker or node; a grading that fails on its own is not retried
@@ -149,13 +149,14 @@ def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limi
             try:
                 graded = ray.get(ready[0])
             except Exception as exc:  # the task failed past its retries: Ray's, the node's or the grader's fault
-                outcome = Outcome(student, assignment, error=f"grading failed in its slot ({_reason(exc)}); {RETRY_MARK}",
+                outcome = Outcome(student, assignment, error=f"grading failed in its slot ({_reason(exc)})", retry=True,
                                   log=str(exc), sandboxed=limits.get("sandboxed", False))
                 done(outcome, mark)
                 continue
-            graded.outcome.log += f"\n[autograder | slot] node {graded.node}, slot {graded.slot}, cores {graded.cores}"
+            outcome = replace(graded.outcome, log=graded.outcome.log
+                              + f"\n[autograder | slot] node {graded.node}, slot {graded.slot}, cores {graded.cores}")
             left_behind = _bring_back(course, student, assignment, graded)
-            done(settle(course, graded.outcome, left_out, left_behind, graded.changed), mark,
+            done(settle(course, outcome, left_out, left_behind, graded.changed), mark,
                  f"node {graded.node}, slot {graded.slot}")
     finally:
         for ref in running:  # Ctrl-C or an error here: nothing keeps grading in the background

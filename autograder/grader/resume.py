@@ -26,7 +26,6 @@ from ..report import Outcome, Result
 from .sandbox import KIT_ROOT
 
 FOLDER = ".autograder/graded"
-RETRY_MARK = "grade it again"  # in the error of a grading the grader itself could not carry out
 KIT_FOLDERS = ("autograder", "course")
 SESSION_VARIABLES = (seed.ENV, seed.FD_ENV, channel.ENDPOINT_ENV, channel.KEY_ENV)  # not settings
 
@@ -76,7 +75,7 @@ def load(course: Path, student: str, assignment: str, print_: str) -> Outcome | 
 
 def save(course: Path, outcome: Outcome, print_: str) -> None:
     """Record a finished grading (not one the grader could not carry out), atomically."""
-    if RETRY_MARK in outcome.error:
+    if outcome.retry:
         return
     path = _path(course, outcome.student, outcome.assignment)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -129,22 +129,23 @@ class Service:
         except Exception as exc:  # the grading machinery itself: what it did not finish is tried again
             log(f"grading raised {type(exc).__name__}: {exc}")
             for e in by_pair.values():
-                self._finish(e, error=f"grading failed: {type(exc).__name__}: {str(exc)[:200]}; {sq.RETRY_MARK}")
+                self._finish(e, error=f"grading failed: {type(exc).__name__}: {str(exc)[:200]}", retry=True)
             by_pair = {}
         for e in by_pair.values():
-            self._finish(e, error=f"the grader returned no result; {sq.RETRY_MARK}")
+            self._finish(e, error="the grader returned no result", retry=True)
         return len(claimed)
 
     def _settle(self, e: sq.Entry, outcome: Outcome) -> None:
         """Hand out the feedback of one graded submission and record it."""
         note = ""
-        if outcome.results and sq.RETRY_MARK not in outcome.error:
+        if outcome.results and not outcome.retry:
             try:
                 note = self.release(outcome)
             except Exception as exc:
                 note = f"your grade is in, but its feedback could not be released ({type(exc).__name__}: {str(exc)[:200]})"
         if not outcome.results:
-            self._finish(e, error=outcome.error or "the grading produced no verdicts", seconds=outcome.seconds)
+            self._finish(e, error=outcome.error or "the grading produced no verdicts", retry=outcome.retry,
+                         seconds=outcome.seconds)
             return
         message = "; ".join(m for m in (f"graded with an error: {outcome.error}" if outcome.error else "",
                                         f"late by {outcome.seconds_late / 3600:.1f} h, {outcome.late_penalty:g} "

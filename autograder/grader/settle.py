@@ -5,6 +5,7 @@ writer), whether it graded the submission itself or a grading slot sent the resu
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from ..report import Outcome, Result
@@ -16,18 +17,18 @@ def settle(course: Path, outcome: Outcome, left_out: list[str], left_behind: lis
     """A graded submission's last steps, in the process that started ``grade``: what was not
     graded or not brought back, a zero for a submission that changed the course or the kit,
     the log next to the autograded notebook, and the grade in the real gradebook."""
-    outcome.findings += [f"submitted file not graded (only the notebook is): {f}" for f in left_out]
-    outcome.findings += [f"autograded file not kept (a link, pipe or device, or too large): {f}" for f in left_behind]
+    outcome = replace(outcome, findings=[
+        *outcome.findings, *(f"submitted file not graded (only the notebook is): {f}" for f in left_out),
+        *(f"autograded file not kept (a link, pipe or device, or too large): {f}" for f in left_behind)])
     if changed:
         why = (f"the submission changed the course's or the kit's own files ({', '.join(changed[:3])}"
                f"{', ...' if len(changed) > 3 else ''}); they were put back and this submission scores 0")
-        outcome.results = [Result(r.name, 0.0, r.max_score, why) for r in outcome.results]
-        outcome.error = why
-        outcome.log += f"\n[autograder | put back] {' '.join(changed)}"
+        outcome = replace(outcome, results=[Result(r.name, 0.0, r.max_score, why) for r in outcome.results],
+                          error=why, log=outcome.log + f"\n[autograder | put back] {' '.join(changed)}")
     keep_log(course, outcome)
     if outcome.results:
         late = scratch_course.record(course, outcome.assignment, outcome.student, outcome.results)
-        outcome.seconds_late, outcome.late_penalty = late.seconds, late.penalty
+        outcome = replace(outcome, seconds_late=late.seconds, late_penalty=late.penalty)
     return outcome
 
 

@@ -36,7 +36,6 @@ import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
-from .resume import RETRY_MARK
 
 QUEUED, GRADING, GRADED, FAILED, REPLACED, REFUSED = "queued", "grading", "graded", "failed", "replaced", "refused"
 FOLDER = ".autograder/serve"
@@ -58,6 +57,7 @@ class Entry:
     place: float  # its place in line (seen, or the place of the entry it replaced)
     state: str = QUEUED
     message: str = ""
+    grader_fault: bool = False  # the last try failed for the grader's own reasons, not the submission's
     attempts: int = 0
     started: float = 0.0
     finished: float = 0.0
@@ -121,7 +121,7 @@ def admit(book: Book, name: str, student: str, lab: str, submitted: str, when: f
 def counts(e: Entry) -> bool:
     """Whether an entry used one of its student's gradings (a grading the grader itself could
     not carry out does not)."""
-    return e.state in (GRADING, GRADED) or (e.state == FAILED and RETRY_MARK not in e.message)
+    return e.state in (GRADING, GRADED) or (e.state == FAILED and not e.grader_fault)
 
 
 def _clock(t: float) -> str:
@@ -169,20 +169,22 @@ def claim(book: Book, n: int, now: float) -> tuple[Book, list[Entry]]:
 
 
 def finish(book: Book, name: str, now: float, *, score: float | None = None, max_score: float | None = None,
-           seconds: float = 0.0, error: str = "", message: str = "") -> Book:
+           seconds: float = 0.0, error: str = "", retry: bool = False, message: str = "") -> Book:
     """The book with one grading finished: graded (``error`` empty), failed, or -- a grading the
-    grader itself could not carry out, tried fewer than :data:`MAX_ATTEMPTS` times -- queued again."""
+    grader itself could not carry out (``retry``), tried fewer than :data:`MAX_ATTEMPTS` times --
+    queued again. A grader's failure never counts against the student's gradings (:func:`counts`)."""
     e = book[name]
     out = dict(book)
-    if error and RETRY_MARK in error and e.attempts < MAX_ATTEMPTS:
-        out[name] = replace(e, state=QUEUED, message=f"the grader could not grade it this time ({error[:200]}); "
-                                                     "it is queued again")
+    if retry and e.attempts < MAX_ATTEMPTS:
+        out[name] = replace(e, state=QUEUED, grader_fault=True,
+                            message=f"the grader could not grade it this time ({error[:200]}); it is queued again")
         return out
-    if error and RETRY_MARK in error:
-        error = (f"the grader failed {e.attempts} times to grade this submission ({error.replace(RETRY_MARK, '')}"
-                 f"); it was not graded: tell your instructor")
-    out[name] = replace(e, state=FAILED if error and score is None else GRADED, finished=now, seconds=seconds,
-                        score=score, max_score=max_score, message=message or error)
+    if retry:
+        error = (f"the grader failed {e.attempts} times to grade this submission ({error}); it was not graded: "
+                 "tell your instructor")
+    out[name] = replace(e, state=FAILED if (error or retry) and score is None else GRADED, finished=now,
+                        seconds=seconds, score=score, max_score=max_score, message=message or error,
+                        grader_fault=retry)
     return out
 
 
