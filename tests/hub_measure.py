@@ -153,7 +153,7 @@ def shown_once_seen(hub, student: str, since: float, timeout_s: float = 20) -> d
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         rows = page_rows(hub, student)
-        # taken in (``seen``) or, while a grading round runs, shown as arrived (its submit time)
+        # taken in (``seen``) or, while the service grades, shown as arrived (its submit time)
         if rows and max(rows[0]["seen"], rows[0].get("when") or 0.0 if rows[0]["state"] == sq.ARRIVED else 0.0) >= since - 1:
             return {k: rows[0][k] for k in ("position", "wait_s", "state")} | {"line": sq.describe(rows[0])}
         time.sleep(0.5)

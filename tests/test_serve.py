@@ -16,7 +16,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import cli
-from autograder.grader import exchange, intake, serve, status_page
+from autograder.grader import engine, exchange, intake, serve, status_page
 from autograder.grader import submission_queue as sq
 from autograder.report import Outcome, Result
 from notebooks import make_course, released, sandboxed
@@ -131,21 +131,37 @@ def _inbound(course: Path, student: str, lab: str, at: str, notebook: bytes | Pa
 
 
 class Stub:
-    """A grading that records what it was asked to grade; it raises ``kill`` (as if the
-    service's process were killed there) or an error for the students named."""
+    """A grading backend (:class:`autograder.grader.engine.Backend`, one slot) that records what
+    it was asked to grade; it raises ``kill`` (as if the service's process were killed there)
+    or an error for the students named."""
+
+    capacity = 1
 
     def __init__(self, kill: str = "", broken: str = ""):
         self.graded, self.released, self.kill, self.broken = [], [], kill, broken
+        self.next = None
 
-    def grade(self, pairs):
-        for student, lab in pairs:
-            if student == self.kill:
-                raise KeyboardInterrupt  # not caught by the service: its process ends here
-            if student == self.broken:
-                raise RuntimeError("the grading machinery broke")
-            submitted = (Path(self.course) / "submitted" / student / lab / f"{lab}.ipynb").read_bytes()
-            self.graded.append((student, lab, len(submitted)))
-            yield Outcome(student, lab, [Result("ray-task", 2, 2), Result("batch-model", 0, 2, "too slow")], seconds=30)
+    def width(self, lab):
+        return 1
+
+    def start(self, job):
+        self.next = job
+
+    def wait(self, timeout_s):
+        job, self.next = self.next, None
+        if job is None:
+            return []
+        if job.student == self.kill:
+            raise KeyboardInterrupt  # not caught by the service: its process ends here
+        if job.student == self.broken:
+            raise RuntimeError("the grading machinery broke")
+        submitted = (Path(self.course) / "submitted" / job.student / job.assignment / f"{job.assignment}.ipynb")
+        self.graded.append((job.student, job.assignment, len(submitted.read_bytes())))
+        return [engine.Finished(job, Outcome(job.student, job.assignment, [
+            Result("ray-task", 2, 2), Result("batch-model", 0, 2, "too slow")], seconds=30))]
+
+    def close(self):
+        self.next = None
 
     def release(self, outcome):
         self.released.append(outcome.student)
@@ -154,7 +170,7 @@ class Stub:
 
 def _service(course, stub, **options):
     stub.course = course
-    return serve.Service(course, stub.grade, stub.release, serve.Options(check_owner=False, **options))
+    return serve.Service(course, stub, stub.release, serve.Options(check_owner=False, **options))
 
 
 def test_a_killed_service_grades_what_it_had_claimed_again_and_nothing_finished_twice(course):
@@ -190,9 +206,12 @@ def test_a_grade_written_before_the_service_was_killed_is_taken_from_its_record(
         s, a, [Result("ray-task", 2, 2)], seconds=5))
     name = _inbound(course, "ann", LAB, "10:00:00")
     exchange.collect(course, exchange.place(course), exchange.parse(name))
-    grade = serve.grade_here(course, {"sandboxed": False})
-    assert [o.score for o in grade([("ann", LAB)])] == [2]
-    assert [o.score for o in grade([("ann", LAB)])] == [2] and calls == ["ann"]
+    limits = {"sandboxed": False}
+    grading = engine.Engine(course, engine.Here(course, limits), limits)
+    for _ in range(2):
+        grading.start(grading.job("ann", LAB))
+        assert [f.outcome.score for f in grading.wait()] == [2]
+    assert calls == ["ann"]
 
 
 def test_bad_submissions_get_a_message_and_the_service_keeps_going(course, capsys):
@@ -251,7 +270,7 @@ def test_bad_submissions_get_a_message_and_the_service_keeps_going(course, capsy
                                               "in the queue, estimated wait about 1 min")
     assert service.book[later].state == sq.QUEUED
     assert any("01_actor_scaling" in line and "refused" in line for line in out)
-    owned = serve.Service(course, stub.grade, stub.release, serve.Options(check_owner=True))
+    owned = serve.Service(course, stub, stub.release, serve.Options(check_owner=True))
     spoof = _inbound(course, "cat", LAB, "09:20:00")  # made by this test's user, in cat's name
     owned.admit()
     assert owned.book[spoof].state == sq.REFUSED and "names you (cat) but was made by" in owned.book[spoof].message
@@ -263,8 +282,8 @@ def test_status_shows_the_place_and_the_wait_from_recent_gradings(course, capsys
         book, _ = _admit(book, student, LAB, t)
     book, taken = sq.claim(book, 1, now=10)
     book = sq.finish(book, taken[0].name, 70, score=2, max_score=4, seconds=60)
-    rows = sq.status(book, "dan", slots=2)
-    assert rows[0]["position"] == 3 and rows[0]["wait_s"] == 120  # 2 rounds of 2 slots, 60 s each
+    rows = sq.status(book, "dan", slots=2, now=70)
+    assert rows[0]["position"] == 3 and rows[0]["wait_s"] == 120  # after ben's or cat's, 60 s each
     assert sq.describe(sq.status(book, "ann")[0]).endswith("graded, 2/4; fetch your feedback")
     sq.Store(course).save(book, {"slots": 2})
     assert cli.main(["serve", str(course), "--status", "dan", "--json"]) == 0
@@ -371,7 +390,7 @@ def test_another_labs_notebook_is_refused_when_only_this_lab_is_released(tmp_pat
 
 
 def test_a_submission_arriving_during_a_grading_round_is_shown_before_it_is_taken_in(course, capsys):
-    """Seen through the hub: the service takes new submissions in between grading rounds, so a
+    """Seen through the hub: the service takes new submissions in only as a grading ends, so a
     student who submitted during a round saw nothing on their page for up to a minute. Now it is
     there at once, placed after everything already waiting."""
     _inbound(course, "ben", LAB, "10:00:00")
@@ -380,7 +399,7 @@ def test_a_submission_arriving_during_a_grading_round_is_shown_before_it_is_take
     _inbound(course, "ann", LAB, "10:00:05")  # while ben's round runs: not taken in yet
     rows = status_page.rows(course, "ann")
     assert rows[0]["state"] == sq.ARRIVED and rows[0]["position"] == 2 and rows[0]["wait_s"] is None, rows
-    assert "number 2 in the queue" in sq.describe(rows[0]) and "arrived while a grading round runs" in sq.describe(
+    assert "number 2 in the queue" in sq.describe(rows[0]) and "arrived while the service was grading" in sq.describe(
         rows[0])
     service.run(once=True)
     assert [r["state"] for r in status_page.rows(course, "ann")] == [sq.GRADED]
@@ -388,13 +407,57 @@ def test_a_submission_arriving_during_a_grading_round_is_shown_before_it_is_take
     assert "graded, 2/4" in capsys.readouterr().out
 
 
-def test_the_wait_counts_rounds_that_last_as_long_as_their_slowest_grading():
-    """Two slots: a 15 s blank beside a 50 s solution still takes its slot for 50 s."""
+def test_the_wait_is_played_forward_per_lab_on_slots_that_take_the_next_at_once():
+    """Two slots, no rounds: a lab 01 grading took 50 s, a lab 00 one 15 s. Queued next: cat
+    (lab 00), dan (lab 01), eve (lab 00). cat's ends at 15 s and eve takes that slot at once,
+    ending at 30 s -- not after dan's 50 s, as rounds that waited for their slowest grading had it."""
     book = {}
-    for t, student in enumerate(["ann", "ben", "cat", "dan", "eve"]):
-        book, _ = _admit(book, student, LAB, t)
+    for t, (student, lab) in enumerate([("ann", "01_actor_scaling"), ("ben", LAB)]):
+        book, _ = _admit(book, student, lab, t)
     book, pair = sq.claim(book, 2, now=10)
     book = sq.finish(book, pair[0].name, 60, score=4, max_score=4, seconds=50)
-    book = sq.finish(book, pair[1].name, 60, score=0, max_score=4, seconds=15)
-    assert sq.typical_seconds(book) == 50
-    assert sq.status(book, "eve", slots=2)[0]["wait_s"] == 100  # number 3: two rounds
+    book = sq.finish(book, pair[1].name, 25, score=0, max_score=4, seconds=15)
+    for t, (student, lab) in enumerate([("cat", LAB), ("dan", "01_actor_scaling"), ("eve", LAB)], 100):
+        book, _ = _admit(book, student, lab, t)
+    assert sq.lab_seconds(book) == {"01_actor_scaling": 50, LAB: 15}
+    waits = {s: sq.status(book, s, slots=2, now=200)[0]["wait_s"] for s in ("cat", "dan", "eve")}
+    assert waits == {"cat": 15, "dan": 50, "eve": 30}
+    book, taken = sq.claim(book, 1, now=200)  # cat's grading started 5 s ago: 10 s left, then eve's 15
+    assert sq.status(book, "eve", slots=2, now=205)[0]["wait_s"] == 25
+    # before the service has graded a lab: the course's recorded gradings, or any lab's median
+    assert sq.lab_seconds({}, {"02_restart_recovery": [80.0, 100.0, 90.0]}) == {"02_restart_recovery": 90}
+    fresh, _ = _admit({}, "fay", "02_restart_recovery", 0)
+    assert sq.status(fresh, "fay", now=0)[0]["wait_s"] is None  # nothing known at all: "unknown yet"
+    assert sq.status(fresh, "fay", now=0, seconds={LAB: 40})[0]["wait_s"] == 40
+
+
+def test_a_slot_that_frees_takes_the_next_submission_while_the_other_still_grades(course):
+    """Two slots, the service's own loop: ann's grading is long, ben's short; cat's submission
+    starts in ben's slot as soon as ben's ends, while ann's still runs (no rounds)."""
+    class Two(Stub):
+        capacity = 2
+
+        def __init__(self):
+            super().__init__()
+            self.running, self.log = [], []
+
+        def start(self, job):
+            self.running.append(job)
+            self.log.append(("start", job.student, tuple(j.student for j in self.running)))
+
+        def wait(self, timeout_s):
+            # ann's ends last: the others end first, one per wait
+            job = next((j for j in self.running if j.student != "ann"), None) or self.running[0]
+            self.running.remove(job)
+            self.log.append(("end", job.student))
+            self.graded.append((job.student, job.assignment, 0))
+            return [engine.Finished(job, Outcome(job.student, job.assignment, [Result("ray-task", 2, 2)], seconds=5))]
+
+    for k, s in enumerate(("ann", "ben", "cat")):
+        _inbound(course, s, LAB, f"10:00:0{k}")
+    two = Two()
+    assert _service(course, two).run(once=True) == 0
+    assert two.log[:4] == [("start", "ann", ("ann",)), ("start", "ben", ("ann", "ben")), ("end", "ben"),
+                           ("start", "cat", ("ann", "cat"))], two.log
+    book, service = sq.Store(course).load()
+    assert [e.state for e in book.values()] == [sq.GRADED] * 3 and service["slots"] == 2

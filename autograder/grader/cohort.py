@@ -17,12 +17,11 @@ import sys
 import tempfile
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
 
 from tqdm import tqdm
 
-from . import nbgrader_run, scratch_course, settle
+from . import engine, nbgrader_run, scratch_course, settle
 from .nbgrader_run import SetupError
 from ..report import Outcome
 
@@ -119,22 +118,6 @@ def totals(outcomes: list[Outcome], seconds: float) -> str:
     return "\n".join(lines)
 
 
-@contextmanager
-def _no_bytecode():
-    """No process of the grading writes compiled files (``.pyc``), so that one appearing in the
-    kit while a submission runs was planted (:class:`scratch_course.Untouchable` puts it back)."""
-    before = sys.dont_write_bytecode, os.environ.get("PYTHONDONTWRITEBYTECODE")
-    sys.dont_write_bytecode, os.environ["PYTHONDONTWRITEBYTECODE"] = True, "1"
-    try:
-        yield
-    finally:
-        sys.dont_write_bytecode = before[0]
-        if before[1] is None:
-            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-        else:
-            os.environ["PYTHONDONTWRITEBYTECODE"] = before[1]
-
-
 def preflight(labs: set[str], sandboxed: bool, workers: int | None, ray_address: str | None,
               uncalibrated: bool = False) -> bool:
     """Refuse what ``grade`` (and ``serve``) must not do: grade without a sandbox unless told to,
@@ -191,29 +174,26 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     kit = resume.kit_fingerprint()
     csv_path = Path(csv_path) if csv_path else course / "grades.csv"
     try:
-        with _no_bytecode(), tqdm(total=len(pairs), desc="grading", unit="submission") as progress:
+        with engine.no_bytecode(), tqdm(total=len(pairs), desc="grading", unit="submission") as progress:
             todo = []
             for student, a in pairs:
                 mark = resume.fingerprint(course, student, a, kit, limits)
                 outcome = None if regrade else resume.load(course, student, a, mark)
                 if outcome is None:
-                    todo.append((student, a, mark))
+                    todo.append(engine.Job(student, a, mark))
                 else:
                     kept += 1
                     outcomes.append(outcome)
                     progress.update()
 
-            def done(outcome: Outcome, mark: str, where: str = "") -> None:
-                resume.save(course, outcome, mark)
-                tqdm.write(summary(outcome) + (f"  [{where}]" if where else ""))
-                outcomes.append(outcome)
+            def done(f: engine.Finished) -> None:
+                tqdm.write(summary(f.outcome) + (f"  [{f.where}]" if f.where else ""))
+                outcomes.append(f.outcome)
                 progress.update()
 
-            if side_by_side:
-                _grade_side_by_side(course, todo, gradebook, limits, kit, workers, ray_address, done, progress)
-            else:
-                for student, a, mark in todo:
-                    done(grade_one(course, student, a, gradebook, **limits), mark)
+            if todo:
+                _engine(course, limits, kit, gradebook, side_by_side, workers, ray_address, regrade,
+                        {j.assignment for j in todo}).run(todo, done)
     except KeyboardInterrupt:
         write_csv(outcomes, csv_path)
         print(f"interrupted: {len(outcomes)} of {len(pairs)} submissions are in {csv_path}; "
@@ -234,19 +214,11 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     return 1 if any(o.error for o in outcomes) else 0
 
 
-def _grade_side_by_side(course, todo, gradebook, limits, kit, workers, ray_address, done, progress) -> None:
-    """The submissions of ``todo`` graded in a Ray cluster's grading slots (:mod:`autograder.grader.pool`)."""
-    import ray
-
-    from .. import seed
-    from . import pool
-
-    pool.start(workers, ray_address)
-    try:
-        lines, shapes = pool.nodes(kit, limits["sandboxed"])
-        for line in lines:
-            tqdm.write(line)
-        widths = pool.widths(shapes, {a for _, a, _ in todo})
-        pool.grade(course, todo, gradebook, limits, kit, seed.base() or "", done, progress, widths)
-    finally:
-        ray.shutdown()  # a local Ray stops; a cluster is only left
+def _engine(course, limits, kit, gradebook, side_by_side, workers, ray_address, regrade, labs) -> engine.Engine:
+    """The engine ``grade`` drives: one grading at a time here, or a Ray's grading slots
+    (:class:`autograder.grader.engine.Slots`: ``workers`` here, or the cluster at ``ray_address``)."""
+    if not side_by_side:
+        return engine.Engine(course, engine.Here(course, limits, gradebook), limits, kit, regrade)
+    slots = engine.Slots(course, limits, kit, labs, workers=workers, address=ray_address, gradebook=gradebook,
+                         say=tqdm.write)
+    return engine.Engine(course, slots, limits, kit, regrade)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -122,45 +121,37 @@ def _node_facts() -> tuple[str, str, str | None, int]:
     return ray.util.get_node_ip_address(), resume.kit_fingerprint(), sandbox.unavailable(), len(os.sched_getaffinity(0))
 
 
-def grade(course: Path, jobs: list[tuple[str, str, str]], gradebook: bytes, limits: dict, kit: str, seed: str,
-          done: Callable[..., None], progress, widths: dict[str, int] | None = None) -> None:
-    """Grade ``jobs`` -- (student, assignment, fingerprint) -- in slots; ``done(outcome,
-    fingerprint, where)`` once per submission, in this process, as each finishes. ``widths``:
-    how many slots one grading of an assignment takes (:func:`autograder.grader.fair_timing.widths`;
-    1 where not said): Ray starts it only when that many are free on one node."""
+def task():
+    """The Ray task that grades one submission in a slot (:func:`autograder.grader.slot_worker.grade`)."""
     import ray
 
-    task = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=MAX_RETRIES,
+    return ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=MAX_RETRIES,
                       retry_exceptions=False)(slot_worker.grade)
-    widths = widths or {}
-    window = 2 * int(ray.cluster_resources().get(RESOURCE, 1))  # jobs sent ahead: each holds a notebook
-    waiting, running = list(jobs), {}
+
+
+def submit(remote, course: Path, student: str, assignment: str, gradebook: bytes, limits: dict, kit: str,
+           seed: str, width: int = 1):
+    """Send one submission to a slot: Ray starts it once ``width`` slots are free on one node
+    (:func:`autograder.grader.fair_timing.widths`). Its object ref, and the submitted files left out."""
+    job, left_out = _job(course, student, assignment, gradebook, limits, kit, seed, width)
+    return (remote.options(resources={RESOURCE: width}) if width > 1 else remote).remote(job), left_out
+
+
+def collect(course: Path, student: str, assignment: str, ref, left_out: list[str], limits: dict) -> tuple[Outcome, str]:
+    """The outcome of a finished slot task, settled into the course (its files brought back, its
+    grade in the gradebook), and where it ran; a task that failed past its retries is the
+    grader's failure (``retry``), never the submission's."""
+    import ray
+
     try:
-        while waiting or running:
-            while waiting and len(running) < window:
-                student, assignment, mark = waiting.pop(0)
-                width = widths.get(assignment, 1)
-                job, left_out = _job(course, student, assignment, gradebook, limits, kit, seed, width)
-                ref = (task.options(resources={RESOURCE: width}) if width > 1 else task).remote(job)
-                running[ref] = (student, assignment, mark, left_out)
-            progress.set_postfix_str(f"{min(len(running), window // 2)} grading, {len(waiting) + len(running)} to go")
-            ready, _ = ray.wait(list(running), num_returns=1)
-            student, assignment, mark, left_out = running.pop(ready[0])
-            try:
-                graded = ray.get(ready[0])
-            except Exception as exc:  # the task failed past its retries: Ray's, the node's or the grader's fault
-                outcome = Outcome(student, assignment, error=f"grading failed in its slot ({_reason(exc)})", retry=True,
-                                  log=str(exc), sandboxed=limits.get("sandboxed", False))
-                done(outcome, mark)
-                continue
-            outcome = replace(graded.outcome, log=graded.outcome.log
-                              + f"\n[autograder | slot] node {graded.node}, slot {graded.slot}, cores {graded.cores}")
-            left_behind = _bring_back(course, student, assignment, graded)
-            done(settle(course, outcome, left_out, left_behind, graded.changed), mark,
-                 f"node {graded.node}, slot {graded.slot}")
-    finally:
-        for ref in running:  # Ctrl-C or an error here: nothing keeps grading in the background
-            ray.cancel(ref, force=True)
+        graded = ray.get(ref)
+    except Exception as exc:  # the task failed past its retries: Ray's, the node's or the grader's fault
+        return Outcome(student, assignment, error=f"grading failed in its slot ({_reason(exc)})", retry=True,
+                       log=str(exc), sandboxed=limits.get("sandboxed", False)), ""
+    outcome = replace(graded.outcome, log=graded.outcome.log
+                      + f"\n[autograder | slot] node {graded.node}, slot {graded.slot}, cores {graded.cores}")
+    left_behind = _bring_back(course, student, assignment, graded)
+    return settle(course, outcome, left_out, left_behind, graded.changed), f"node {graded.node}, slot {graded.slot}"
 
 
 def _job(course, student, assignment, gradebook, limits, kit, seed, width=1) -> tuple[slot_worker.Job, list[str]]:

@@ -84,3 +84,17 @@ def save(course: Path, outcome: Outcome, print_: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps({"fingerprint": print_, "outcome": data}, indent=1))
     os.replace(tmp, path)
+
+
+def seconds_by_lab(course: Path) -> dict[str, list[float]]:
+    """Per lab, how long the gradings recorded in this course took (oldest first): what the
+    grading service estimates waits from before it has graded a lab itself."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for path in (course / FOLDER).glob("*/*.json"):
+        try:
+            seconds = float(json.loads(path.read_text())["outcome"].get("seconds") or 0)
+            if seconds > 0:
+                out.setdefault(path.parent.name, []).append((path.stat().st_mtime, seconds))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return {lab: [s for _, s in sorted(times)] for lab, times in out.items()}

@@ -5,10 +5,10 @@ A loop, in one process (the one writer of the gradebook, as in ``grade``):
 1. find new submissions in the exchange's inbound folder (:mod:`autograder.grader.exchange`)
    and enter them in the queue (:mod:`autograder.grader.submission_queue`), refusing those
    intake turns away (:mod:`autograder.grader.intake`) and those over the rate limit;
-2. claim the next ones in fair order, as many as there are grading slots;
-3. collect each into ``submitted/`` and grade it exactly as ``grade`` does
-   (:func:`autograder.grader.cohort.grade_one`, or the slots of ``--workers``/``--ray``:
-   :mod:`autograder.grader.pool`), late penalties and all;
+2. whenever a grading slot is free, claim the next submission in fair order;
+3. collect it into ``submitted/`` and grade it exactly as ``grade`` does, through the same
+   engine (:mod:`autograder.grader.engine`: here, or the slots of ``--workers``/``--ray``),
+   late penalties and all -- each slot takes the next submission as soon as its grading ends;
 4. write the kit's feedback page, then nbgrader's (``generate_feedback``) with the grader's
    verdicts at its top, and release it for that student (``release_feedback``);
 5. record the result; the student's ``fetch_feedback`` brings the page, and
@@ -25,12 +25,12 @@ from __future__ import annotations
 import fcntl
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..report import Outcome
-from . import exchange, intake, status_page
+from . import engine, exchange, intake, status_page
 from . import submission_queue as sq
 from .nbgrader_run import SetupError
 from .processes import sigterm_as_ctrl_c
@@ -38,15 +38,13 @@ from .processes import sigterm_as_ctrl_c
 DEFAULT_POLL_S = 10.0
 ARRIVING_GRACE_S = 600.0  # an inbound folder without nbgrader's secret this long never finished arriving
 
-Grade = Callable[[list[tuple[str, str]]], Iterable[Outcome]]  # (student, lab) pairs -> their outcomes
 Release = Callable[[Outcome], str]  # an outcome's feedback handed out; a note for the student ("" when all went well)
 
 
 @dataclass(frozen=True)
 class Options:
-    """How the service runs: its slots, limits and pace."""
+    """How the service runs: its limits and pace (its slots are its backend's)."""
 
-    slots: int = 1
     rate: sq.Rate = field(default_factory=sq.Rate)
     max_bytes: float = intake.DEFAULT_MAX_MB * 2**20
     poll_s: float = DEFAULT_POLL_S
@@ -61,18 +59,20 @@ def log(line: str) -> None:
 class Service:
     """The grading service of one course: its queue on disk, its grading and its feedback."""
 
-    def __init__(self, course: Path, grade: Grade, release: Release, options: Options = Options(),
-                 clock: Callable[[], float] = time.time):
+    def __init__(self, course: Path, backend: engine.Backend, release: Release, options: Options = Options(),
+                 clock: Callable[[], float] = time.time, limits: dict | None = None):
         self.course = Path(course).resolve()
         self.where = exchange.place(self.course)
-        self.grade, self.release, self.options, self.clock = grade, release, options, clock
+        self.engine = engine.Engine(self.course, backend, limits or {})
+        self.release, self.options, self.clock = release, options, clock
         self.store = sq.Store(self.course)
         book, _ = self.store.load()
         self.book = sq.recover(book)
+        self._grading: dict[engine.Job, sq.Entry] = {}
         self._save()
 
     def _save(self) -> None:
-        self.store.save(self.book, {"slots": self.options.slots})
+        self.store.save(self.book, {"slots": self.engine.backend.capacity})
 
     def admit(self) -> int:
         """Enter every new complete submission in the queue; how many were new."""
@@ -108,32 +108,43 @@ class Service:
         except OSError as exc:
             return f"your submission could not be read ({type(exc).__name__}: {exc}), so it was not graded"
 
-    def step(self) -> int:
-        """Claim, collect, grade and release the next submissions; how many were handled."""
-        self.book, claimed = sq.claim(self.book, self.options.slots, self.clock())
-        if not claimed:
-            return 0
-        self._save()
-        ready = []
-        for e in claimed:
+    def fill(self) -> int:
+        """Hand the next submissions, in fair order, to the slots free now; how many started."""
+        started = 0
+        while True:
+            self.book, claimed = sq.claim(self.book, 1, self.clock(), fits=lambda e: self.engine.fits(e.lab))
+            if not claimed:
+                return started
+            e = claimed[0]
+            self._save()
             try:
                 exchange.collect(self.course, self.where, exchange.parse(e.name))
-                ready.append(e)
+                job = self.engine.job(e.student, e.lab)
+                self._grading[job] = e
+                self.engine.start(job)
+                started += 1
             except Exception as exc:  # costs only this submission
                 self._finish(e, error=f"the submission could not be collected: {type(exc).__name__}: {str(exc)[:200]}")
-        by_pair = {(e.student, e.lab): e for e in ready}
+
+    def collect_ended(self, timeout_s: float | None) -> int:
+        """Take in the gradings that ended, waiting at most ``timeout_s`` for the first; how many."""
         try:
-            for outcome in self.grade(list(by_pair)):
-                e = by_pair.pop((outcome.student, outcome.assignment))
-                self._settle(e, outcome)
+            ended = self.engine.wait(timeout_s)
         except Exception as exc:  # the grading machinery itself: what it did not finish is tried again
             log(f"grading raised {type(exc).__name__}: {exc}")
-            for e in by_pair.values():
-                self._finish(e, error=f"grading failed: {type(exc).__name__}: {str(exc)[:200]}", retry=True)
-            by_pair = {}
-        for e in by_pair.values():
-            self._finish(e, error="the grader returned no result", retry=True)
-        return len(claimed)
+            for job in self.engine.abandon():
+                self._finish(self._grading.pop(job), error=f"grading failed: {type(exc).__name__}: {str(exc)[:200]}",
+                             retry=True)
+            return 0
+        for f in ended:
+            self._settle(self._grading.pop(f.job), f.outcome)
+        return len(ended)
+
+    def step(self) -> int:
+        """Start what the free slots can take, then take in one grading that ends (waiting for
+        it while any runs); how many submissions were handled."""
+        started = self.fill()
+        return started + (self.collect_ended(None) if self.engine.busy() else 0)
 
     def _settle(self, e: sq.Entry, outcome: Outcome) -> None:
         """Hand out the feedback of one graded submission and record it."""
@@ -163,16 +174,21 @@ class Service:
 
     def run(self, once: bool = False) -> int:
         """Admit and grade until stopped (SIGTERM or Ctrl-C); ``once``: until nothing is left."""
-        while True:
-            try:
-                self.admit()
-            except OSError as exc:  # the exchange unreadable for a moment (a mount, permissions): try again
-                log(f"could not read the exchange: {type(exc).__name__}: {exc}")
-            if self.step():
-                continue
-            if once:
-                return 0
-            time.sleep(self.options.poll_s)
+        try:
+            while True:
+                try:
+                    self.admit()
+                except OSError as exc:  # the exchange unreadable for a moment (a mount, permissions): try again
+                    log(f"could not read the exchange: {type(exc).__name__}: {exc}")
+                self.fill()
+                if self.engine.busy():  # look at the exchange again at least every poll while gradings run
+                    self.collect_ended(self.options.poll_s)
+                elif once:
+                    return 0
+                else:
+                    time.sleep(self.options.poll_s)
+        finally:
+            self.engine.close()
 
 
 def _age(path: Path, now: float) -> float:
@@ -212,75 +228,6 @@ class Lock:
         self.file.close()
 
 
-def grade_here(course: Path, limits: dict) -> Grade:
-    """Grading on this machine, one submission at a time, exactly as ``grade`` does
-    (:func:`autograder.grader.cohort.grade_one`); a submission already graded under the same
-    fingerprint (a service killed after its grade was written) takes its recorded grade."""
-    from . import cohort, resume, scratch_course
-
-    kit = resume.kit_fingerprint()
-
-    def grade(pairs: list[tuple[str, str]]) -> Iterable[Outcome]:
-        gradebook = scratch_course.template(course)  # per round: it knows labs released since
-        for student, lab in pairs:
-            mark = resume.fingerprint(course, student, lab, kit, limits)
-            outcome = resume.load(course, student, lab, mark)
-            if outcome is None:
-                with cohort._no_bytecode():
-                    outcome = cohort.grade_one(course, student, lab, gradebook, **limits)
-                resume.save(course, outcome, mark)
-            yield outcome
-
-    return grade
-
-
-class _Quiet:
-    """What :func:`autograder.grader.pool.grade` reports progress to, where nobody watches a bar."""
-
-    def set_postfix_str(self, *_a, **_k) -> None:
-        pass
-
-    def update(self, *_a, **_k) -> None:
-        pass
-
-
-def grade_in_slots(course: Path, limits: dict, workers: int | None, ray_address: str | None) -> Grade:
-    """Grading in the slots of a local Ray (``--workers N``) or a cluster's (``--ray``), as
-    ``grade`` does (:mod:`autograder.grader.pool`): one round of at most one submission a slot
-    at a time, so a round ends with its slowest grading."""
-    from .. import seed
-    from . import cohort, pool, resume, scratch_course
-
-    kit = resume.kit_fingerprint()
-    pool.start(workers, ray_address)
-    lines, shapes = pool.nodes(kit, limits["sandboxed"])
-    for line in lines:
-        log(line)
-    widths = pool.widths(shapes, set(intake.roster(course).labs))
-
-    def grade(pairs: list[tuple[str, str]]) -> Iterable[Outcome]:
-        todo, got = [], []
-        for student, lab in pairs:
-            mark = resume.fingerprint(course, student, lab, kit, limits)
-            outcome = resume.load(course, student, lab, mark)
-            if outcome is None:
-                todo.append((student, lab, mark))
-            else:
-                got.append(outcome)
-
-        def done(outcome: Outcome, mark: str, where: str = "") -> None:
-            resume.save(course, outcome, mark)
-            got.append(outcome)
-
-        if todo:
-            with cohort._no_bytecode():
-                pool.grade(course, todo, scratch_course.template(course), limits, kit, seed.base() or "", done,
-                           _Quiet(), widths)
-        return got
-
-    return grade
-
-
 def release_here(course: Path) -> Release:
     """Feedback as a student fetches it: nbgrader's page with the grader's verdicts at its top,
     released for that student (:func:`autograder.grader.exchange.release_feedback`); then the
@@ -317,7 +264,7 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
          sandboxed: bool = True, options: Options = Options(), uncalibrated: bool = False, **limits) -> int:
     """Run the service until stopped (``once``: until nothing is left to grade). ``uncalibrated``:
     as ``grade``'s, side by side where calibrate has not measured the labs' tiers."""
-    from . import cohort
+    from . import cohort, resume
 
     course = Path(course).resolve()
     if not (course / "nbgrader_config.py").exists():
@@ -328,28 +275,20 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
     side_by_side = cohort.preflight(set(intake.roster(course).labs), sandboxed, workers, ray_address,
                                      uncalibrated)
     limits["sandboxed"] = sandboxed
-    slots = 1
     with Lock(course), sigterm_as_ctrl_c():  # SIGTERM stops the service as Ctrl-C does
         try:
             if status_page.wanted():  # a JupyterHub managed service with a url: the students' page
                 status_page.start(course, log)
-            if side_by_side:
-                import ray
-
-                from .slots import RESOURCE
-
-                grade = grade_in_slots(course, limits, workers, ray_address)
-                slots = max(1, int(ray.cluster_resources().get(RESOURCE, 1)))
+            if side_by_side:  # the slots of a local Ray, or a cluster's; the template made per grading:
+                # it knows labs released since the service started
+                backend = engine.Slots(course, limits, resume.kit_fingerprint(), set(intake.roster(course).labs),
+                                       workers=workers, address=ray_address, say=log)
             else:
-                grade = grade_here(course, limits)
-            service = Service(course, grade, release_here(course), replace(options, slots=slots))
-            log(f"serving {service.where.inbound} with {slots} grading slot(s)" + (" (once)" if once else ""))
+                backend = engine.Here(course, limits)
+            service = Service(course, backend, release_here(course), options, limits=limits)
+            log(f"serving {service.where.inbound} with {backend.capacity} grading slot(s)"
+                + (" (once)" if once else ""))
             return service.run(once)
         except KeyboardInterrupt:
             log("stopped: what was being graded is graded again from the start at the next start")
             return 0
-        finally:
-            if side_by_side:
-                import ray
-
-                ray.shutdown()

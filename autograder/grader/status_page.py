@@ -35,17 +35,26 @@ def wanted() -> bool:
     return bool(os.environ.get(URL_VARIABLE))
 
 
-def rows(course: Path, student: str) -> list[dict]:
+def rows(course: Path, student: str, now: float | None = None) -> list[dict]:
     """The student's own entries, newest first, as ``serve --status`` shows them: those the
     service has taken in (:func:`autograder.grader.submission_queue.status`), and before them
-    those of theirs that arrived in the exchange while a grading round ran (the service takes
-    new submissions in between rounds), each placed after everything already waiting."""
+    those of theirs that arrived in the exchange while the service was grading (it takes new
+    submissions in as a grading ends), each placed after everything already waiting. Waits are
+    estimated per lab, from the first submission on: from the service's gradings, and before
+    its first of a lab from the course's recorded ones (:func:`autograder.grader.resume.seconds_by_lab`)."""
+    import time
+
+    from . import resume
+
     book, service = sq.Store(course).load()
     slots = int(service.get("slots", 1))
-    return arrivals(course, book, student, slots) + sq.status(book, student, slots)
+    now = time.time() if now is None else now
+    seconds = sq.lab_seconds(book, resume.seconds_by_lab(course))
+    return arrivals(course, book, student, slots, now, seconds) + sq.status(book, student, slots, now, seconds)
 
 
-def arrivals(course: Path, book: sq.Book, student: str, slots: int) -> list[dict]:
+def arrivals(course: Path, book: sq.Book, student: str, slots: int, now: float,
+             seconds: dict[str, float]) -> list[dict]:
     """The student's complete submissions in the exchange the service has not taken in yet, as
     status rows (state ``arrived``), newest first; none where the exchange cannot be read."""
     import math
@@ -58,17 +67,18 @@ def arrivals(course: Path, book: sq.Book, student: str, slots: int) -> list[dict
     except (OSError, SetupError):
         return []
     waiting = len(sq.order(book))
-    typical = sq.typical_seconds(book)
+    new = [i for i in complete if i.name not in book]
+    wait = sq.waits(book, slots, now, seconds, [(i.name, i.assignment) for i in new])
     out = []
-    for k, item in enumerate((i for i in complete if i.name not in book), 1):
+    for k, item in enumerate(new, 1):
         if item.student == student:
-            position = waiting + k
+            w = wait.get(item.name)
             out.append({"name": item.name, "student": item.student, "lab": item.assignment,
                         "submitted": item.timestamp, "when": item.when, "seen": 0.0, "state": sq.ARRIVED,
-                        "message": "arrived while a grading round runs: the service takes it in when that round "
-                                   "ends, after what was already waiting",
-                        "position": position, "score": None, "max_score": None,
-                        "wait_s": None if typical is None else math.ceil(position / max(slots, 1)) * typical})
+                        "message": "arrived while the service was grading: it takes it in when a grading ends, "
+                                   "after what was already waiting",
+                        "position": waiting + k, "score": None, "max_score": None,
+                        "wait_s": None if w is None else math.ceil(w)})
     return sorted(out, key=lambda r: (r["when"], r["name"]), reverse=True)
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 QUEUED, GRADING, GRADED, FAILED, REPLACED, REFUSED = "queued", "grading", "graded", "failed", "replaced", "refused"
 FOLDER = ".autograder/serve"
-ARRIVED = "arrived"  # in the exchange, not yet taken in: the service takes new ones in between grading rounds
+ARRIVED = "arrived"  # in the exchange, not yet taken in: the service takes new ones in as a grading ends
 MAX_ATTEMPTS = 3  # a grading the grader itself could not carry out is tried again, this often in all
 RECENT = 20  # gradings whose times estimate the wait
 
@@ -151,9 +151,11 @@ def order(book: Book) -> list[Entry]:
     return out
 
 
-def claim(book: Book, n: int, now: float) -> tuple[Book, list[Entry]]:
+def claim(book: Book, n: int, now: float, fits=None) -> tuple[Book, list[Entry]]:
     """Up to ``n`` entries to grade now, in fair order, at most one per student (and none of a
-    student who is being graded); the book with them marked ``grading``."""
+    student who is being graded); the book with them marked ``grading``. ``fits(entry)``: whether
+    there is room for that entry's grading now (a lab that takes several slots); the first that
+    does not fit stops the claim, so no later entry overtakes it."""
     busy = {e.student for e in book.values() if e.state == GRADING}
     out, taken = dict(book), []
     for e in order(book):
@@ -161,6 +163,8 @@ def claim(book: Book, n: int, now: float) -> tuple[Book, list[Entry]]:
             break
         if e.student in busy:
             continue
+        if fits is not None and not fits(e):
+            break
         busy.add(e.student)
         e = replace(e, state=GRADING, started=now, attempts=e.attempts + 1, message="")
         out[e.name] = e
@@ -195,31 +199,59 @@ def recover(book: Book) -> Book:
                 if e.state == GRADING else e) for k, e in book.items()}
 
 
-def typical_seconds(book: Book) -> float | None:
-    """The median length of the most recent grading rounds, ``None`` before the first. A round
-    is the gradings claimed together (one per slot: the same ``started``) and lasts until its
-    last one is finished, feedback released -- with two slots a blank lab's quick grading
-    still waits for the solution's beside it (measured through the hub: estimates from the
-    gradings' own times were 1.3-1.9x short)."""
-    rounds: dict[float, float] = {}
+def lab_seconds(book: Book, earlier: dict[str, list[float]] | None = None) -> dict[str, float]:
+    """Per lab, how long one grading takes: the median of its :data:`RECENT` latest gradings by
+    this service, or, before its first, of ``earlier`` ones (the course's recorded gradings,
+    :func:`autograder.grader.resume.seconds_by_lab`). Labs differ several-fold (a blank lab 00 in
+    seconds, a lab 01 solution in minutes), so one figure for all misleads every student."""
+    done: dict[str, list[tuple[float, float]]] = {}
     for e in book.values():
-        if e.state == GRADED and e.seconds > 0 and e.started:
-            rounds[e.started] = max(rounds.get(e.started, 0.0), e.finished - e.started, e.seconds)
-    recent = [rounds[k] for k in sorted(rounds)[-RECENT:]]
-    return statistics.median(recent) if recent else None
+        if e.state == GRADED and e.seconds > 0:
+            done.setdefault(e.lab, []).append((e.finished, e.seconds))
+    out = {lab: statistics.median(s for _, s in sorted(times)[-RECENT:]) for lab, times in done.items()}
+    for lab, seconds in (earlier or {}).items():
+        if lab not in out and seconds:
+            out[lab] = statistics.median(seconds[-RECENT:])
+    return out
 
 
-def status(book: Book, student: str, slots: int = 1) -> list[dict]:
+def waits(book: Book, slots: int, now: float, seconds: dict[str, float],
+          later: list[tuple[str, str]] = ()) -> dict[str, float | None]:
+    """Each queued entry's estimated wait until its feedback, by name (and of ``later``: (name,
+    lab) pairs not taken in yet, behind everything queued): the queue played forward in fair
+    order, each grading taking its lab's :func:`lab_seconds` (any lab's median where its own has
+    none yet), on ``slots`` slots that take the next entry as soon as one frees -- those grading
+    now freeing when their lab's time has passed. ``None`` while no grading's time is known. A
+    lab that takes several slots is counted as one (the estimate is then short)."""
+    import heapq
+
+    fallback = statistics.median(seconds.values()) if seconds else None
+    if fallback is None:
+        return {e.name: None for e in order(book)} | {name: None for name, _ in later}
+    running = [e for e in book.values() if e.state == GRADING]
+    free = [max(now, e.started + seconds.get(e.lab, fallback)) for e in running][:max(slots, 1)]
+    free += [now] * (max(slots, 1) - len(free))
+    heapq.heapify(free)
+    out = {}
+    for name, lab in [(e.name, e.lab) for e in order(book)] + list(later):
+        ends = heapq.heappop(free) + seconds.get(lab, fallback)
+        out[name] = ends - now
+        heapq.heappush(free, ends)
+    return out
+
+
+def status(book: Book, student: str, slots: int = 1, now: float | None = None,
+           seconds: dict[str, float] | None = None) -> list[dict]:
     """One student's own entries, newest first, as plain data: each with its place in the
-    queue (1 = next) and the estimated wait in seconds where it is queued."""
+    queue (1 = next) and, where it is queued, the estimated wait in seconds until its feedback
+    (:func:`waits`; ``seconds``: per lab, default :func:`lab_seconds` of the book)."""
+    now = time.time() if now is None else now
     line = {e.name: k for k, e in enumerate(order(book), 1)}
-    typical = typical_seconds(book)
+    wait = waits(book, slots, now, lab_seconds(book) if seconds is None else seconds)
     out = []
     for e in sorted((e for e in book.values() if e.student == student), key=lambda e: (e.when, e.name), reverse=True):
-        row = {**asdict(e), "position": line.get(e.name), "wait_s": None}
-        if e.name in line and typical is not None:
-            row["wait_s"] = math.ceil(line[e.name] / max(slots, 1)) * typical
-        out.append(row)
+        w = wait.get(e.name)
+        out.append({**asdict(e), "position": line.get(e.name), "wait_s": None if w is None else math.ceil(w)})
     return out
 
 
