@@ -60,6 +60,9 @@ class Outcome:
     cell_errors: list[str] = field(default_factory=list)  # ungraded cells that raised: often why a check failed
     findings: list[str] = field(default_factory=list)     # the static check's, for review (not scored)
     seconds: float = 0.0                                  # wall time the grading took (a hang shows here)
+    # where that time went: set-up (static check, reference process, sandbox), nbgrader (the
+    # learner's notebook and the checks, the reference's turns among them), clean-up, results
+    phases: dict[str, float] = field(default_factory=dict)
     seconds_late: float = 0.0                             # past the due date (nbgrader's timestamp.txt)
     late_penalty: float = 0.0                             # nbgrader's late-submission plugin's, in points
     sandboxed: bool = False                               # learner code ran in the OS sandbox

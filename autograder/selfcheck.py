@@ -115,7 +115,9 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
                  extra={"notebook": str(notebook), "lab": outcome.assignment, "error": outcome.error,
                         "sandboxed": not why_not,
                         "flags": outcome.flags, "killed": outcome.killed, "cell_errors": outcome.cell_errors,
-                        "findings": outcome.findings, "seconds": round(outcome.seconds, 1)})
+                        "findings": outcome.findings, "seconds": round(outcome.seconds, 1),
+                        "phases": outcome.phases})
     if not as_json:
-        print(f"graded in {outcome.seconds:.0f} s")
+        where = ", ".join(f"{k} {v:.0f} s" for k, v in outcome.phases.items())
+        print(f"graded in {outcome.seconds:.0f} s" + (f" ({where})" if where else ""))
     return 1 if outcome.error else 0

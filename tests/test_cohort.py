@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.grader import cohort, nbgrader_run, scratch_course, settle
+from autograder.grader import cohort, engine, nbgrader_run, scratch_course, settle
 from autograder.grader.nbgrader_run import SetupError
 from autograder.report import Outcome
 from autograder.report import Result
@@ -97,7 +97,7 @@ def test_a_submission_that_changes_the_course_or_the_kit_scores_0_and_all_is_put
     config = (course / "nbgrader_config.py").read_text()
     monkeypatch.setattr(nbgrader_run, "autograde", hostile)
     try:
-        outcome = cohort.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+        outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course))
     finally:
         shutil.rmtree(carol.parent)
     assert outcome.score == 0 and "changed the course's or the kit's own files" in outcome.error
@@ -212,7 +212,7 @@ def test_what_a_grader_process_would_import_or_replay_is_held_too(course, tmp_pa
         return Outcome(student, assignment, [Result("ray-task", 2, 2)])
 
     monkeypatch.setattr(nbgrader_run, "autograde", hostile)
-    outcome = cohort.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+    outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course))
     assert outcome.score == 0 and "changed the course's or the kit's own files" in outcome.error
     assert not any(p.exists() for p in planted) and not (kit / "json").exists()
     assert bob.read_bytes() == mine and _alice(course) == 2
@@ -222,7 +222,7 @@ def test_what_a_grader_process_would_import_or_replay_is_held_too(course, tmp_pa
         raise ValueError("Expecting value: line 1 column 2 (char 1)")  # e.g. a broken file the kernel left
 
     monkeypatch.setattr(nbgrader_run, "autograde", raises)
-    outcome = cohort.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+    outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course))
     assert outcome.error.startswith("the submission changed") and not (course / "secrets.py").exists()
     assert "ValueError" in outcome.log and outcome.results == []
 
@@ -261,7 +261,7 @@ def test_a_rerun_grades_only_what_changed_and_an_interrupted_run_continues(tmp_p
         return Outcome(student, assignment, [Result("ray-task", 0 if error else 2, 2)], error=error,
                        retry=bool(error))
 
-    monkeypatch.setattr(cohort, "grade_one", fake)
+    monkeypatch.setattr(engine, "grade_one", fake)
 
     def run(**kw):
         graded.clear()
@@ -310,7 +310,7 @@ def test_feedback_pages_and_the_cohort_report_say_what_the_grader_found(tmp_path
         return Outcome(student, assignment, verdicts[student], seconds={"ann": 30, "ben": 45, "cat": 600}[student],
                        **more.get(student, {}))
 
-    monkeypatch.setattr(cohort, "grade_one", fake)
+    monkeypatch.setattr(engine, "grade_one", fake)
     assert cohort.run(course, "00_measure", sandboxed=False) == 1
     assert "wrote 3 feedback page(s)" in capsys.readouterr().out
     ben = (course / "feedback" / "ben" / "00_measure" / feedback.NAME).read_text()

@@ -14,7 +14,7 @@ import pytest
 
 from autograder import cli
 
-from autograder.grader import cohort, nbgrader_run
+from autograder.grader import cohort, engine, nbgrader_run
 from cohort_lab00 import ENV, LAB, LIMITS, MEMORY_LIMIT_GIB, SOLUTION
 from notebooks import sandboxed, variant
 
@@ -35,7 +35,7 @@ def test_a_second_run_keeps_every_grade_and_grades_nothing_again(graded, monkeyp
     code, rows, course = graded
     for k, v in ENV.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.setattr(cohort, "grade_one", lambda *a, **k: pytest.fail(f"graded again: {a[1]}"))
+    monkeypatch.setattr(engine, "grade_one", lambda *a, **k: pytest.fail(f"graded again: {a[1]}"))
     again = cohort.run(course, LAB, sandboxed=sandboxed(), **LIMITS)
     with open(course / "grades.csv") as f:
         assert again == code and {r["student_id"]: r for r in csv.DictReader(f)} == rows

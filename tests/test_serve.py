@@ -199,10 +199,8 @@ def test_a_killed_service_grades_what_it_had_claimed_again_and_nothing_finished_
 def test_a_grade_written_before_the_service_was_killed_is_taken_from_its_record(course, monkeypatch):
     """The narrow window: the grade is in the gradebook and its record saved, the queue file not
     yet updated. The regrading the restart asks for takes the recorded grade instead."""
-    from autograder.grader import cohort
-
     calls = []
-    monkeypatch.setattr(cohort, "grade_one", lambda c, s, a, gb, **lim: calls.append(s) or Outcome(
+    monkeypatch.setattr(engine, "grade_one", lambda c, s, a, gb, **lim: calls.append(s) or Outcome(
         s, a, [Result("ray-task", 2, 2)], seconds=5))
     name = _inbound(course, "ann", LAB, "10:00:00")
     exchange.collect(course, exchange.place(course), exchange.parse(name))

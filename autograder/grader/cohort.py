@@ -14,14 +14,12 @@ import csv
 import os
 import shutil
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 from tqdm import tqdm
 
-from . import engine, nbgrader_run, scratch_course, settle
+from . import engine, nbgrader_run, scratch_course
 from .nbgrader_run import SetupError
 from ..report import Outcome
 
@@ -41,30 +39,6 @@ def submissions(course: Path, assignment: str | None) -> list[tuple[str, str]]:
     if not pairs:
         raise SetupError(f"no submissions{' for ' + assignment if assignment else ''} in {submitted}")
     return pairs
-
-
-def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **limits) -> Outcome:
-    """Autograde one submission in a scratch course of its own; merge only its grade back.
-
-    ``gradebook`` is the course's gradebook without students (:func:`scratch_course.template`).
-    Nothing of the course or the kit may change while the submission runs
-    (:class:`scratch_course.Untouchable`): if something did, the submission found it anyway --
-    it is put back, and the submission scores 0.
-    """
-    untouchable = scratch_course.Untouchable(course, nbgrader_run.KIT_ROOT)
-    left_out, left_behind, changed = [], [], []
-    try:
-        with tempfile.TemporaryDirectory(prefix="autograder-scratch-") as tmp:
-            scratch, left_out = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
-            try:
-                outcome = nbgrader_run.autograde(scratch, assignment, student, **limits)
-            finally:  # put back first, then copy its autograded work in
-                changed = untouchable.restore()
-            left_behind = scratch_course.bring_back(scratch, course, student, assignment)
-    except Exception as exc:  # whatever the submission left for the grader to trip on costs only its own grade
-        outcome = Outcome(student, assignment, error=f"grading failed: {type(exc).__name__}: {str(exc)[:300]}",
-                          log=traceback.format_exc())
-    return settle.settle(course, outcome, left_out, left_behind, changed)
 
 
 def write_csv(outcomes: list[Outcome], path: Path) -> None:

@@ -5,7 +5,7 @@ The engine takes a submission's recorded grade where one was made under the same
 written), hands the rest to a backend, and records each result once, in the one process that
 drives it (the gradebook's only writer). Backends, one interface:
 
-* :class:`Here` -- one grading at a time, in this process (:func:`autograder.grader.cohort.grade_one`);
+* :class:`Here` -- one grading at a time, in this process (:func:`grade_one`);
 * :class:`Slots` -- the grading slots of a Ray: a local one (``--workers N``) or a cluster's
   (``--ray ADDRESS``), a Ray task a grading (:mod:`autograder.grader.pool`).
 
@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..report import Outcome
+from . import nbgrader_run, scratch_course, settle
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,30 @@ def no_bytecode():
             os.environ["PYTHONDONTWRITEBYTECODE"] = before[1]
 
 
+def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **limits) -> Outcome:
+    """Autograde one submission in a scratch course of its own; merge only its grade back.
+
+    ``gradebook`` is the course's gradebook without students (:func:`scratch_course.template`).
+    Nothing of the course or the kit may change while the submission runs
+    (:class:`scratch_course.Untouchable`): if something did, the submission found it anyway --
+    it is put back, and the submission scores 0.
+    """
+    untouchable = scratch_course.Untouchable(course, nbgrader_run.KIT_ROOT)
+    left_out, left_behind, changed = [], [], []
+    try:
+        with tempfile.TemporaryDirectory(prefix="autograder-scratch-") as tmp:
+            scratch, left_out = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
+            try:
+                outcome = nbgrader_run.autograde(scratch, assignment, student, **limits)
+            finally:  # put back first, then copy its autograded work in
+                changed = untouchable.restore()
+            left_behind = scratch_course.bring_back(scratch, course, student, assignment)
+    except Exception as exc:  # whatever the submission left for the grader to trip on costs only its own grade
+        outcome = Outcome(student, assignment, error=f"grading failed: {type(exc).__name__}: {str(exc)[:300]}",
+                          log=traceback.format_exc())
+    return settle.settle(course, outcome, left_out, left_behind, changed)
+
+
 class Here:
     """One grading at a time, in this process: :meth:`start` notes the job, :meth:`wait` grades it."""
 
@@ -97,8 +124,6 @@ class Here:
         self._next = job
 
     def wait(self, timeout_s: float | None) -> list[Finished]:
-        from . import cohort, scratch_course
-
         job, self._next = self._next, None
         if job is None:
             if timeout_s:
@@ -107,7 +132,7 @@ class Here:
         # the template as the course has it now: it knows labs released since the service started
         gradebook = self.gradebook if self.gradebook is not None else scratch_course.template(self.course)
         with no_bytecode():
-            return [Finished(job, cohort.grade_one(self.course, job.student, job.assignment, gradebook, **self.limits))]
+            return [Finished(job, grade_one(self.course, job.student, job.assignment, gradebook, **self.limits))]
 
     def close(self) -> None:
         self._next = None

@@ -375,10 +375,12 @@ def autograde(course: Path, assignment: str, student: str, *,
         if work is not None:
             extra, more = _sandbox_args(work, course, session, endpoint, group)
             env.update(more)
+        ran = time.monotonic()
         proc = nbgrader(["autograde", assignment, "--student", student, "--force",
                          f"--Execute.timeout={int(cell_timeout_s)}", CONFIG_ARG, *extra],
                         course, timeout_s, env={**env, **limits}, memory_limit_gib=memory_limit_gib)
     finally:
+        ended = time.monotonic()
         session.close()  # the reference process and the lab's Ray, before the leftovers are counted
         if group is not None:  # whatever of the sandboxes is left, before anything is read back
             out_of_memory, peak, reaped = group.oom_kills() > 0, group.peak_bytes(), group.close()
@@ -387,6 +389,7 @@ def autograde(course: Path, assignment: str, student: str, *,
         if space is not None:
             space.close()
     verdicts = session.seal()
+    closed = time.monotonic()
     stopped = proc.returncode in (124, 125, 137)  # by the grader: what the kernel wrote is incomplete
     results = read_results(course, assignment, student) if not stopped else []
     log = (proc.stderr or "") + (proc.stdout or "") + "".join(
@@ -412,6 +415,10 @@ def autograde(course: Path, assignment: str, student: str, *,
         reason = "the kernel died" if "DeadKernel" in log or "kernel died" in log.lower() else cause(log)
         error = f"nbgrader autograde failed: {reason}"
     graded, flags = merge(results, verdicts)  # the grader's, however the kernel's run ended
+    phases = {"set-up": ran - started, "nbgrader": ended - ran, "clean-up": closed - ended,
+              "results": time.monotonic() - closed}
+    log += "\n[autograder | phases] " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
     return Outcome(student, assignment, graded, error=error, flags=flags, log=log, killed=not_ray(killed),
+                   phases={k: round(v, 2) for k, v in phases.items()},
                    cell_errors=raised, findings=findings, seconds=time.monotonic() - started, sandboxed=sandboxed,
                    peak_memory_bytes=peak, peak_disk_bytes=space.peak_bytes if space is not None else 0)

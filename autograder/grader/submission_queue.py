@@ -208,10 +208,10 @@ def lab_seconds(book: Book, earlier: dict[str, list[float]] | None = None) -> di
     for e in book.values():
         if e.state == GRADED and e.seconds > 0:
             done.setdefault(e.lab, []).append((e.finished, e.seconds))
-    out = {lab: statistics.median(s for _, s in sorted(times)[-RECENT:]) for lab, times in done.items()}
+    out = {lab: statistics.fmean(s for _, s in sorted(times)[-RECENT:]) for lab, times in done.items()}
     for lab, seconds in (earlier or {}).items():
         if lab not in out and seconds:
-            out[lab] = statistics.median(seconds[-RECENT:])
+            out[lab] = statistics.fmean(seconds[-RECENT:])
     return out
 
 
