@@ -1,9 +1,11 @@
 """A small lab 00 cohort graded side by side through ``grade --ray`` on a two-node Ray cluster
-(``ray.cluster_utils.Cluster``, one grading slot per node), with one slot's Ray worker killed
-half-way through a grading. The scores are what each submission earns graded alone (the
-solution all, the blank none, the partial all but its blank exercise's checks: the same as
-tests/test_grading_lab00.py's serial cohort), every submission has exactly one row, and nothing
-of the killed grading keeps running."""
+(``ray.cluster_utils.Cluster``, one grading slot per node, Ray's token authentication on, as
+Ray 2.60 starts a cluster), with one slot's Ray worker killed half-way through a grading. The
+scores are what each submission earns graded alone (the solution all, the blank none, the
+partial all but its blank exercise's checks: the same as tests/test_grading_lab00.py's serial
+cohort), every submission has exactly one row, and nothing of the killed grading keeps running.
+Then ``serve --ray --once`` on the same cluster grades two submissions from an nbgrader
+exchange side by side, one a slot."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import catalog, cohort
+from autograder.grader import catalog, cohort, serve
+from autograder.grader import submission_queue as sq
 from autograder.grader.slots import RESOURCE
 from notebooks import answer_cells, make_course, released, sandboxed, submit, variant
 
@@ -98,16 +101,48 @@ def both(tmp_path_factory):
         started = time.monotonic()
         spread_code = cohort.run(spread, sandboxed=True, ray_address=cluster.address, **LIMITS)
         spread_s = time.monotonic() - started
+        served = _served(tmp)
+        started = time.monotonic()
+        serve_code = serve.main(served, ray_address=cluster.address, once=True, sandboxed=True, **LIMITS)
+        print(f"serve --ray --once: {time.monotonic() - started:.0f} s, code {serve_code}")
     finally:
         killer.join(timeout=1)
         cluster.shutdown()
         Path("/tmp/ray/ray_current_cluster").unlink(missing_ok=True)  # no later ray.init() joins the dead one
     print(f"two slots {spread_s:.0f} s, killed worker {killed}")
-    return spread_code, _rows(spread), killed, spread
+    return spread_code, _rows(spread), killed, served, spread
+
+
+def _served(tmp: Path) -> Path:
+    """A course whose nbgrader exchange holds two submissions of lab 00, as ``submit`` leaves
+    them: alice's solution and bob's blank lab (the roster: nbgrader's gradebook)."""
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    course = make_course(tmp / "served", [LAB00])
+    root = tmp / "exchange"
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write(f"\nc.CourseDirectory.course_id = 'kit101'\nc.Exchange.root = {str(root)!r}\n"
+                "c.CollectApp.check_owner = False  # the test's students are not Unix users\n")
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", LAB00], cwd=course, check=True,
+                   capture_output=True)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in ("alice", "bob"):
+            gb.update_or_create_student(student)
+    for k, (student, notebook) in enumerate((("alice", variant(LAB00, tmp / "a1.ipynb")), ("bob", released(LAB00)))):
+        stamp = f"2026-05-01 10:00:0{k}.000000 UTC"
+        folder = root / "kit101" / "inbound" / f"{student}+{LAB00}+{stamp}+r{k}"
+        folder.mkdir(parents=True)
+        (folder / f"{LAB00}.ipynb").write_bytes(Path(notebook).read_bytes())
+        (folder / "timestamp.txt").write_text(stamp)
+        (folder / "submission_secret.txt").write_text("s3cret")
+    return course
 
 
 def test_the_cluster_gives_the_scores_graded_alone_with_one_row_per_submission(both):
-    spread_code, spread, killed, _ = both
+    spread_code, spread, killed, _, _ = both
     assert spread_code == 0, [r["status"] for r in spread]
     assert killed, "no grading task was seen running, so none was killed"
     keys = [r["student_id"] for r in spread]
@@ -146,3 +181,21 @@ def test_each_grading_ran_on_its_own_slot_cores(both):
     cores = {s.rsplit("cores ", 1)[1] for s in slots}
     sets = [set(ast.literal_eval(c)) for c in cores]
     assert len(sets) == 2 and not sets[0] & sets[1], slots  # two slots, no core shared
+
+
+def test_serve_on_the_cluster_grades_each_submission_in_a_slot_of_its_own(both):
+    """``serve --ray``: both submissions graded, the solution all but (as above) lab 00's
+    throughput checks in a one-core slot, the blank none, side by side on the two slots."""
+    served = both[3]
+    book, service = sq.Store(served).load()
+    by = {e.student: e for e in book.values()}
+    assert {s: e.state for s, e in by.items()} == {"alice": sq.GRADED, "bob": sq.GRADED}, by
+    assert by["bob"].score == 0 and by["alice"].score > 0 and service["slots"] == 2, by
+    full = sum(check.points for check in catalog.for_lab(LAB00).values())
+    lost = full - by["alice"].score
+    throughput = sum(catalog.for_lab(LAB00)[c].points for c in THROUGHPUT_CHECKS)
+    assert lost <= throughput, by["alice"]
+    assert by["alice"].started < by["bob"].finished and by["bob"].started < by["alice"].finished, by  # side by side
+    logs = [p.read_text() for p in (served / "autograded").rglob("autograde.log")]
+    assert len({line.rsplit("slot ", 1)[1] for log in logs for line in log.splitlines()
+                if "[autograder | slot]" in line}) == 2, "both gradings in one slot"
