@@ -153,10 +153,14 @@ class Slots:
         self.course, self.limits, self.kit, self.gradebook = Path(course), limits, kit, gradebook
         self.seed = seed.base() or ""
         pool.start(workers, address)
-        lines, shapes = pool.nodes(kit, limits["sandboxed"])
-        for line in lines:
-            say(line)
-        self.widths = pool.widths(shapes, labs)
+        try:
+            lines, shapes = pool.nodes(kit, limits["sandboxed"])
+            for line in lines:
+                say(line)
+            self.widths = pool.widths(shapes, labs)
+        except BaseException:  # a node unfit for the course: the Ray started here goes with it
+            ray.shutdown()
+            raise
         self.capacity = max(1, int(ray.cluster_resources().get(RESOURCE, 1)))
         self._task = pool.task()
         self._running: dict = {}  # Ray object ref -> (job, files left out)
@@ -165,7 +169,7 @@ class Slots:
         return self.widths.get(assignment, 1)
 
     def start(self, job: Job) -> None:
-        from . import pool, scratch_course
+        from . import pool
 
         gradebook = self.gradebook if self.gradebook is not None else scratch_course.template(self.course)
         ref, left_out = pool.submit(self._task, self.course, job.student, job.assignment, gradebook, self.limits,
