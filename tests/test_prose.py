@@ -59,9 +59,6 @@ def target(name: str) -> str:
 
 # (lab, the number as written, text of its sentence, why it needs no citation)
 EXEMPT = [
-    ("00_measure", "15 %", "Each must come within", target("rel_tolerance")),
-    ("00_measure", "0.5×", "the best it measured", target("batch_tiers")),
-    ("00_measure", "0.7×", "the best it measured", target("batch_tiers")),
     ("01_actor_scaling", "0.5×", "with the reference actor", target("worker_tiers")),
     ("01_actor_scaling", "0.7×", "with the reference actor", target("worker_tiers")),
     ("01_actor_scaling", "0.5×", "that of the reference driver", target("driver_tiers")),
@@ -79,9 +76,6 @@ EXEMPT = [
     ("03_quotas", "0.75×", "with the groups vs without", target("groups_overhead_tiers")),
     ("04_data_affinity", "4 MiB", "1,024 seeded 64×64 images",
      "a definition: 1,024 images × 64 × 64 one-byte pixels = 4 MiB (course/locality.py SHARD_IMAGES)"),
-    ("04_data_affinity", "0.25×", "those of the naive job", target("bytes_vs_naive")),
-    ("04_data_affinity", "0.4×", "the reference `PinnedJob`", target("throughput_tiers")),
-    ("04_data_affinity", "0.7×", "the reference `PinnedJob`", target("throughput_tiers")),
 ]
 
 
