@@ -235,3 +235,26 @@ def test_lab05_a_partial_file_never_raises():
         assert 3 <= len(got) <= 5, got
     odd = {"05_capstone": {"gpu_images_per_s_by_px": "fast", "c8_gpus": "many", "predicted_images_per_s": 0}}
     assert all("not measured yet" in b for b in takeaways.bullets("05_capstone", odd))
+
+
+# --- the partial branches of labs 02 and 04: a bullet says only what was measured (issue 52) ------
+
+def test_lab02_partial_numbers_give_partial_bullets():
+    no_p95 = bullet("02_restart_recovery", "A SIGKILLed actor", with_("02_restart_recovery", restart_p95_s=None))
+    assert no_p95.startswith("A SIGKILLed actor answered again after 1.40 s (p50): 47×") and "p95" not in no_p95
+    no_eo = bullet("02_restart_recovery", "Retries off", with_("02_restart_recovery", exactly_once_duplicates=None))
+    assert no_eo == "Retries off lost 2 items; retries on applied 2 effects twice."
+    both = bullet("02_restart_recovery", "Retries off", FULL)
+    assert both.endswith("; your idempotent worker: 0 twice, 0 missing.")
+    cold = bullet("02_restart_recovery", "A cold process start", FULL)
+    assert cold.startswith("A cold process start took 2.50 s here")
+    assert not [b for b in takeaways.bullets("02_restart_recovery", with_("02_restart_recovery", cold_start_s=None))
+                if b.startswith("A cold process start")]
+
+
+def test_lab04_partial_numbers_give_partial_bullets():
+    naive_only = {"04_data_affinity": {"cross_node_bytes_naive": 36 * 2**20, "locality_fraction_naive": 0.25}}
+    got = takeaways.bullets("04_data_affinity", naive_only)
+    assert "Locality on the uneven placement: naive actors 0.25." in got
+    assert "Ray itself copied 36.0 MiB between nodes for the naive actors: data does move, and Ray moves it." in got
+    assert not [b for b in got if b.startswith("Tasks that take")]
