@@ -321,3 +321,19 @@ def test_c7_plausible_localities_reach_two_verdicts():
     spilled = verdicts.c7(here("04_data_affinity", locality_fraction_tasks=0.5)).verdict
     assert spilled == ("reframed in part: Ray moves the data to your actors; this run did not show tasks placed "
                        "by their data (locality 0.50 vs the actors' 0.50)")
+
+
+def test_the_remaining_branches_of_c1_to_c4():
+    """Partial numbers give partial rows, never a verdict on what was not measured (issue 52)."""
+    no_fit = verdicts.c1(with_("01_actor_scaling", call_overhead_s=None, efficiency_spread=0.05))
+    assert "extrapolated" not in no_fit.verdict and "per-call overhead" not in no_fit.yours
+    no_long = verdicts.c1(with_("01_actor_scaling", long_kernel_s=None, efficiency_spread=0.05))
+    assert "at 500 GPUs efficiency 0.50 with 500 × 1.1 ms" in no_long.verdict and "with long kernels" not in no_long.verdict
+    no_p50 = verdicts.c2(with_("01_actor_scaling", call_p50_s=None))
+    assert no_p50.yours == "one blocking actor call: p99 3 ms (one client, one machine)"
+    no_p95 = verdicts.c3(with_("02_restart_recovery", restart_p95_s=None))
+    assert no_p95.yours.startswith("SIGKILL → answered again: p50 1.40 s;")
+    lost_all = verdicts.c4(with_("02_restart_recovery", lineage_rebuilt=[], lineage_lost=["task output"]))
+    assert lost_all.verdict == "reframed: lineage did not rebuild the task output here either; see what was lost"
+    no_eo = verdicts.c4(with_("02_restart_recovery", exactly_once_duplicates=None))
+    assert "yours" not in no_eo.verdict and "sequence-numbered" not in no_eo.yours
