@@ -441,3 +441,13 @@ def test_tiers_are_printed_from_targets_py_not_restated(lab):
     assert not restated_targets(path), restated_targets(path)
     code = lab_code(lab)
     assert f'from autograder.targets import for_lab' in code and f'for_lab("{lab}")' in code
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_the_points_a_lab_announces_are_its_test_cells_points(path):
+    """Lab 04 announced 17 points for 15 of test cells."""
+    from autograder.checks.points import graded_cells
+
+    said = [int(m.group(1)) for _, s in markdown_cells(path)
+            for m in re.finditer(r"How this lab is graded \((\d+) points\)", s)]
+    assert all(n == sum(graded_cells(path).values()) for n in said), (said, graded_cells(path))
