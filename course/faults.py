@@ -456,11 +456,17 @@ def k8s_node_failure_s(grace_s: float = NODE_MONITOR_GRACE_S,
     ``node.kubernetes.io/unreachable`` taint), then the 300 s default toleration of that taint.
     The least it takes: evictions are rate-limited (``--node-eviction-rate``, 0.1 nodes/s by
     default) and slowed or stopped when a large share of a zone is unhealthy (kubernetes.io
-    "Nodes", rate limits on eviction). A replacement pod still has to be scheduled and started
-    after that; a StatefulSet's pod is not replaced at all until the Node object is deleted, its
-    kubelet answers again, the pod is force-deleted (kubernetes.io "Force Delete StatefulSet
-    Pods"), or the node gets the ``node.kubernetes.io/out-of-service`` taint (kubernetes.io "Node
-    Shutdowns", non-graceful node shutdown, GA in Kubernetes 1.28)."""
+    "Nodes", rate limits on eviction). Eviction is not replacement: the evicted pod stays
+    ``Terminating`` until the Node object is deleted, its kubelet answers again, the pod is
+    force-deleted (kubernetes.io "Force Delete StatefulSet Pods"), or the node gets the
+    ``node.kubernetes.io/out-of-service`` taint (kubernetes.io "Node Shutdowns", non-graceful node
+    shutdown, GA in Kubernetes 1.28). A ReplicaSet or a Job creates a replacement at eviction (they
+    count only pods not being deleted: ``IsPodActive`` in Kubernetes'
+    ``pkg/controller/controller_utils.go``), which must then be scheduled and started. A
+    StatefulSet does not, and neither does KubeRay: ``reconcilePods`` (KubeRay
+    ``ray-operator/controllers/ray/raycluster_controller.go``) lists a worker group's pods, the
+    ``Terminating`` ones included, and creates pods only for the difference from its replicas, so
+    no new Ray worker pod appears until that pod is gone."""
     return grace_s + toleration_s
 
 

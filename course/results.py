@@ -30,7 +30,9 @@ The keys each lab may save, with their unit and meaning (:data:`SCHEMA`):
     ``long_kernel_s`` (s: the two emulated kernel durations), ``efficiency_short`` /
     ``efficiency_long`` (fraction: rate at ``fleet_size`` / (``fleet_size`` x rate at 1)),
     ``knee_actors`` / ``knee_actors_long`` (int or null: first fleet size with efficiency
-    < 0.5 with the short / long kernel; null when not reached).
+    < 0.5 with the short / long kernel; null when not reached), ``efficiency_spread`` (fraction:
+    the largest relative spread, IQR / median, of the timed repeats behind the rates at N = 1 and
+    N = ``fleet_size``, both kernels; the verdict's noise on the efficiencies is twice it).
 ``02_restart_recovery``
     ``restart_p50_s`` / ``restart_p95_s`` (s: SIGKILL -> answered by a new process),
     ``restart_samples_s`` (list of s), ``cold_start_s`` (s: fresh Python + imports + first
@@ -102,6 +104,8 @@ SCHEMA: dict[str, dict[str, str]] = {
         "efficiency_long": "fraction — the same, long kernel",
         "knee_actors": "int or null — first fleet size with efficiency < 0.5, short kernel (null: not reached)",
         "knee_actors_long": "int or null — the same, long kernel",
+        "efficiency_spread": "fraction — largest relative spread (IQR / median) of the timed repeats behind the "
+                             "rates at N = 1 and N = fleet_size, both kernels",
     },
     "02_restart_recovery": {
         "restart_p50_s": "s — median SIGKILL -> answered by a new process",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from .verdicts import C1_LINEAR, C8_GPUS, C8_TARGET, _lab, _mib, _ms, _num
+from .verdicts import C1_LINEAR, C8_GPUS, C8_TARGET, _lab, _mib, _ms, _num, efficiency_noise
 
 CLAIMED_RESTART_S = 0.030   # C3's "~30 ms" (the claim, quoted in lab 02)
 CLAIMED_OVERHEAD = 0.15     # C5's "~15 %"
@@ -80,13 +80,21 @@ def lab01(numbers: Mapping) -> list[str]:
     if None not in (n, es, el, ts, tl):
         s = (f"On {n:.0f} emulated GPUs, efficiency was {es:.2f} with {_ms(ts)} kernels and {el:.2f} "
              f"with {_ms(tl)} kernels: ")
+        noise = efficiency_noise(d)
         if min(es, el) >= C1_LINEAR:
             s += f"both stayed near-linear (≥ {C1_LINEAR}), so this fleet did not reach the knee."
+        elif noise is None:
+            s += (f"the longer kernels' efficiency differed by {el - es:+.2f}, but this run saved no spread of its "
+                  "repeats to tell that from noise: run section 4 again.")
+        elif abs(el - es) <= noise:
+            s += (f"a difference within the ±{noise:.2f} noise of your repeats, so this run cannot tell whether "
+                  "the longer kernels scaled further.")
         elif el > es:
-            s += "the longer kernels scaled further, as the model's knee at t_kernel / t_overhead predicts."
+            s += (f"the longer kernels scaled further, beyond the ±{noise:.2f} noise of your repeats, as the "
+                  "model's knee at t_kernel / t_overhead predicts.")
         else:
-            s += ("the longer kernels did not scale further, against the model's knee at t_kernel / "
-                  "t_overhead: something besides per-call overhead limited this run.")
+            s += (f"the longer kernels scaled less, beyond the ±{noise:.2f} noise of your repeats, against the "
+                  "model's knee at t_kernel / t_overhead: something besides per-call overhead limited this run.")
         out.append(s)
     else:
         out.append("Fleet efficiency " + _run("section 4"))
@@ -116,8 +124,11 @@ def lab02(numbers: Mapping) -> list[str]:
     if isinstance(rebuilt, list) and isinstance(gone, list):
         s = (f"After the node loss lineage rebuilt {', '.join(rebuilt) or 'nothing'} and lost "
              f"{', '.join(gone) or 'nothing'}: ")
-        if "task output" in rebuilt and gone:
+        if "task output" in rebuilt and gone and set(rebuilt) == {"task output"}:
             s += "lineage rebuilt the task output only; it is for task outputs, not state."
+        elif "task output" in rebuilt and gone:
+            s += ("lineage rebuilt more than the task output here, yet still lost objects: it is for task "
+                  "outputs, not state.")
         elif not gone:
             s += "nothing was lost in this run, so it did not show lineage's documented limits."
         else:
