@@ -12,8 +12,8 @@ from pathlib import Path
 
 from .labs import UnknownLab
 from .grader.processes import sigterm_as_ctrl_c
-from .grader.nbgrader_run import (DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S,
-                           SetupError)
+from .grader.errors import SetupError
+from .grader.nbgrader_run import DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S
 
 
 def parser() -> argparse.ArgumentParser:

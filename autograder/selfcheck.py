@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from .grader import nbgrader_run
-from .grader.nbgrader_run import KIT_ROOT, SetupError
+from .grader.errors import SetupError
+from .grader.nbgrader_run import KIT_ROOT
 from .report import Outcome
 from .report import print_report
 

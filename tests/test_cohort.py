@@ -14,7 +14,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grader import cohort, engine, nbgrader_run, scratch_course, settle
-from autograder.grader.nbgrader_run import SetupError
+from autograder.grader.errors import SetupError
 from autograder.report import Outcome
 from autograder.report import Result
 from notebooks import make_course, released, submit

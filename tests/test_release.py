@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder import cli, colab, release
-from autograder.grader.nbgrader_run import SetupError
+from autograder.grader.errors import SetupError
 from notebooks import ROOT, only_extended, released, solution
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grader import cohort, processes, slots
-from autograder.grader.nbgrader_run import SetupError
+from autograder.grader.errors import SetupError
 from notebooks import make_course, only_extended, released, sandboxed, solution, submit
 
 

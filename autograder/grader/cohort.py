@@ -20,7 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from . import engine, nbgrader_run, scratch_course
-from .nbgrader_run import SetupError
+from .errors import SetupError
 from ..report import Outcome
 
 CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status", "failed_checks",

@@ -25,7 +25,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import nbgrader_run
+from . import course_config, nbgrader_run
 
 SECRET = "submission_secret.txt"  # written last by nbgrader's submit
 TIMESTAMP = "timestamp.txt"
@@ -64,26 +64,11 @@ class Inbound:
             return 0.0
 
 
-def settings(course: Path):
-    """The course's nbgrader configuration, loaded as nbgrader loads it: the Jupyter config
-    folders (system-wide first, the user's after) and then the course folder's
-    ``nbgrader_config.py``, later files overriding earlier ones."""
-    from jupyter_core.paths import jupyter_config_path
-    from traitlets.config import Config
-    from traitlets.config.loader import PyFileConfigLoader
-
-    merged = Config()
-    for folder in [*reversed(jupyter_config_path()), str(course)]:
-        if (Path(folder) / "nbgrader_config.py").is_file():
-            merged.merge(PyFileConfigLoader("nbgrader_config.py", path=folder).load_config())
-    return merged
-
-
 def place(course: Path) -> Place:
     """The exchange root and course id the course's nbgrader configuration names."""
-    from .nbgrader_run import SetupError
+    from .errors import SetupError
 
-    config = settings(course)
+    config = course_config.settings(course)
     course_id = str(config.CourseDirectory.get("course_id", "") or "").strip()
     if not course_id:
         raise SetupError(f"{course}: no course id (set c.CourseDirectory.course_id in nbgrader_config.py, "
@@ -137,7 +122,7 @@ def collect(course: Path, where: Place, item: Inbound) -> Path:
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.utils import ignore_patterns
 
-    config = settings(course)
+    config = course_config.settings(course)
     coursedir = CourseDirectory(config=config, root=str(course))
     dest = Path(coursedir.format_path(coursedir.submitted_directory, item.student, item.assignment))
     if dest.is_symlink() or dest.is_file():
@@ -158,7 +143,8 @@ def release_feedback(course: Path, student: str, assignment: str, section: str, 
     pages named after the submission's notebooks, so a page of its own (the kit's
     ``grader-feedback.html``) would be released but never fetched. The released pages' paths
     in the course's ``feedback/`` folder."""
-    from .nbgrader_run import SetupError, cause
+    from .errors import SetupError
+    from .nbgrader_run import cause
 
     proc = nbgrader_run.nbgrader(["generate_feedback", assignment, "--student", student, "--force"], course, timeout_s)
     if proc.returncode != 0:

@@ -26,6 +26,7 @@ from .. import seed
 from . import workspace
 from .processes import SAFE_PATH, Leftovers, not_ray, run_watched
 from ..report import Outcome, Result
+from .errors import SetupError
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CELL_TIMEOUT_S = 240
@@ -45,10 +46,6 @@ def cell_timeout(cell) -> int:
     grading = bool(meta.get("grade")) and not meta.get("solution")
     limit = "AUTOGRADER_SUBMISSION_TIMEOUT_S" if grading else "AUTOGRADER_CELL_TIMEOUT_S"
     return int(float(os.environ.get(limit) or DEFAULT_CELL_TIMEOUT_S))
-
-
-class SetupError(Exception):
-    """The course directory or the assignment is not usable (a usage error, exit code 2)."""
 
 
 # Ray's C++ core writes warnings straight to file descriptor 2. By default ipykernel forwards

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..report import Outcome
 from . import scratch_course, slot_worker
 from .settle import settle
-from .nbgrader_run import SetupError
+from .errors import SetupError
 from .slots import RESOURCE
 
 MAX_RETRIES = 3  # a lost worker or node; a grading that fails on its own is not retried

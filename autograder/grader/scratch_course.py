@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..report import Result
+from . import course_config
 
 GRADEBOOK = "gradebook.db"
 
@@ -123,7 +124,7 @@ def record(course: Path, assignment: str, student: str, results: list[Result]) -
     """
     from nbgrader.api import Gradebook, MissingEntry
 
-    config = _nbgrader_config(course)
+    config = course_config.settings(course)
     stamp = _submitted_at(course, assignment, student, config)
     with Gradebook(f"sqlite:///{course / GRADEBOOK}") as gb:
         gb.update_or_create_student(student)
@@ -146,13 +147,6 @@ def record(course: Path, assignment: str, student: str, results: list[Result]) -
             late.penalty += notebook.late_submission_penalty or 0.0
         gb.db.commit()
     return late
-
-
-def _nbgrader_config(course: Path):
-    """The course's ``nbgrader_config.py``, loaded as nbgrader loads it."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
 
 
 def _submitted_at(course: Path, assignment: str, student: str, config):

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..report import Outcome
-from . import engine, exchange, intake, status_page
+from . import course_config, engine, exchange, intake, status_page
 from . import submission_queue as sq
-from .nbgrader_run import SetupError
+from .errors import SetupError
 from .processes import sigterm_as_ctrl_c
 
 DEFAULT_POLL_S = 10.0
@@ -270,7 +270,7 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
     if not (course / "nbgrader_config.py").exists():
         raise SetupError(f"{course} is not an nbgrader course (no nbgrader_config.py)")
     exchange.place(course)  # a course id, before anything starts
-    owner = exchange.settings(course).CollectApp.get("check_owner", True)  # nbgrader's own setting, as collect's
+    owner = course_config.settings(course).CollectApp.get("check_owner", True)  # nbgrader's own setting, as collect's
     options = replace(options, check_owner=bool(owner))
     side_by_side = cohort.preflight(set(intake.roster(course).labs), sandboxed, workers, ray_address,
                                      uncalibrated)

@@ -60,7 +60,7 @@ def arrivals(course: Path, book: sq.Book, student: str, slots: int, now: float,
     import math
 
     from . import exchange
-    from .nbgrader_run import SetupError
+    from .errors import SetupError
 
     try:
         complete, _ = exchange.scan(exchange.place(course))
