@@ -177,6 +177,7 @@ def run(students: int = 300, nodes: int = 16, slots: int = 2, window_s: float = 
     from ray.cluster_utils import Cluster
 
     from autograder.grader import serve, status_page
+    from autograder.grader.limits import Limits
     from autograder.grader import submission_queue as sq
     from autograder.grader.slots import RESOURCE
 
@@ -196,7 +197,7 @@ def run(students: int = 300, nodes: int = 16, slots: int = 2, window_s: float = 
     backend = SleepSlots(durations)
     service = serve.Service(course, backend, lambda outcome: "", serve.Options(check_owner=False, poll_s=0.25 / speed,
                                                                                  rate=sq.Rate(5, 24)),
-                            limits={"sandboxed": True})
+                            limits=Limits())
     shown: dict[str, float | None] = {}
     names: dict[str, int] = {}
     begun = time.time()

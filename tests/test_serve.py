@@ -18,6 +18,7 @@ from nbgrader.api import Gradebook
 from autograder import cli
 from autograder.grader import engine, exchange, intake, serve, status_page
 from autograder.grader import submission_queue as sq
+from autograder.grader.limits import Limits
 from autograder.report import Outcome, Result
 from notebooks import make_course, released, sandboxed
 
@@ -204,7 +205,7 @@ def test_a_grade_written_before_the_service_was_killed_is_taken_from_its_record(
         s, a, [Result("ray-task", 2, 2)], seconds=5))
     name = _inbound(course, "ann", LAB, "10:00:00")
     exchange.collect(course, exchange.place(course), exchange.parse(name))
-    limits = {"sandboxed": False}
+    limits = Limits(sandboxed=False)
     grading = engine.Engine(course, engine.Here(course, limits), limits)
     for _ in range(2):
         grading.start(grading.job("ann", LAB))

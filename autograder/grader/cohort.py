@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from . import engine, nbgrader_run, scratch_course
 from .errors import SetupError
+from .limits import Limits
 from ..report import Outcome
 
 CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status", "failed_checks",
@@ -140,7 +141,7 @@ def run(course: Path, assignment: str | None = None, *, csv_path: Path | None = 
     course = Path(course).resolve()
     pairs = submissions(course, assignment)
     side_by_side = preflight({a for _, a in pairs}, sandboxed, workers, ray_address, uncalibrated)
-    limits["sandboxed"] = sandboxed
+    limits = Limits(sandboxed=sandboxed, **limits)
     for a in sorted({a for _, a in pairs}):
         nbgrader_run.ensure_assignment(course, a)
     outcomes, kept = [], 0

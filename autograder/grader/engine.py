@@ -29,6 +29,7 @@ from typing import Protocol
 
 from ..report import Outcome
 from . import nbgrader_run, scratch_course, settle
+from .limits import Limits
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class Here:
 
     capacity = 1
 
-    def __init__(self, course: Path, limits: dict, gradebook: bytes | None = None):
+    def __init__(self, course: Path, limits: Limits, gradebook: bytes | None = None):
         self.course, self.limits, self.gradebook = Path(course), limits, gradebook
         self._next: Job | None = None
 
@@ -132,7 +133,7 @@ class Here:
         # the template as the course has it now: it knows labs released since the service started
         gradebook = self.gradebook if self.gradebook is not None else scratch_course.template(self.course)
         with no_bytecode():
-            return [Finished(job, grade_one(self.course, job.student, job.assignment, gradebook, **self.limits))]
+            return [Finished(job, grade_one(self.course, job.student, job.assignment, gradebook, **self.limits.args()))]
 
     def close(self) -> None:
         self._next = None
@@ -142,7 +143,7 @@ class Slots:
     """The grading slots of a Ray: started here with ``workers`` slots, or the cluster at
     ``address``; each grading one Ray task in a slot (:func:`autograder.grader.pool.submit`)."""
 
-    def __init__(self, course: Path, limits: dict, kit: str, labs: set[str], *, workers: int | None = None,
+    def __init__(self, course: Path, limits: Limits, kit: str, labs: set[str], *, workers: int | None = None,
                  address: str | None = None, gradebook: bytes | None = None, say=print):
         import ray
 
@@ -154,7 +155,7 @@ class Slots:
         self.seed = seed.base() or ""
         pool.start(workers, address)
         try:
-            lines, shapes = pool.nodes(kit, limits["sandboxed"])
+            lines, shapes = pool.nodes(kit, limits.sandboxed)
             for line in lines:
                 say(line)
             self.widths = pool.widths(shapes, labs)
@@ -205,7 +206,7 @@ class Slots:
 class Engine:
     """Gradings of one course through one backend, each recorded once (:mod:`resume`)."""
 
-    def __init__(self, course: Path, backend: Backend, limits: dict, kit: str | None = None, regrade: bool = False):
+    def __init__(self, course: Path, backend: Backend, limits: Limits, kit: str | None = None, regrade: bool = False):
         from . import resume
 
         self.course, self.backend, self.limits = Path(course), backend, limits

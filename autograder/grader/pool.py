@@ -25,6 +25,7 @@ from ..report import Outcome
 from . import scratch_course, slot_worker
 from .settle import settle
 from .errors import SetupError
+from .limits import Limits
 from .slots import RESOURCE
 
 MAX_RETRIES = 3  # a lost worker or node; a grading that fails on its own is not retried
@@ -129,7 +130,7 @@ def task():
                       retry_exceptions=False)(slot_worker.grade)
 
 
-def submit(remote, course: Path, student: str, assignment: str, gradebook: bytes, limits: dict, kit: str,
+def submit(remote, course: Path, student: str, assignment: str, gradebook: bytes, limits: Limits, kit: str,
            seed: str, width: int = 1):
     """Send one submission to a slot: Ray starts it once ``width`` slots are free on one node
     (:func:`autograder.grader.fair_timing.widths`). Its object ref, and the submitted files left out."""
@@ -137,7 +138,7 @@ def submit(remote, course: Path, student: str, assignment: str, gradebook: bytes
     return (remote.options(resources={RESOURCE: width}) if width > 1 else remote).remote(job), left_out
 
 
-def collect(course: Path, student: str, assignment: str, ref, left_out: list[str], limits: dict) -> tuple[Outcome, str]:
+def collect(course: Path, student: str, assignment: str, ref, left_out: list[str], limits: Limits) -> tuple[Outcome, str]:
     """The outcome of a finished slot task, settled into the course (its files brought back, its
     grade in the gradebook), and where it ran; a task that failed past its retries is the
     grader's failure (``retry``), never the submission's."""
@@ -147,7 +148,7 @@ def collect(course: Path, student: str, assignment: str, ref, left_out: list[str
         graded = ray.get(ref)
     except Exception as exc:  # the task failed past its retries: Ray's, the node's or the grader's fault
         return Outcome(student, assignment, error=f"grading failed in its slot ({_reason(exc)})", retry=True,
-                       log=str(exc), sandboxed=limits.get("sandboxed", False)), ""
+                       log=str(exc), sandboxed=limits.sandboxed), ""
     outcome = replace(graded.outcome, log=graded.outcome.log
                       + f"\n[autograder | slot] node {graded.node}, slot {graded.slot}, cores {graded.cores}")
     left_behind = _bring_back(course, student, assignment, graded)

@@ -23,6 +23,7 @@ from pathlib import Path
 from .. import seed
 from ..kernel import channel
 from ..report import Outcome, Result
+from .limits import Limits
 from .sandbox import KIT_ROOT
 
 FOLDER = ".autograder/graded"
@@ -45,12 +46,12 @@ def kit_fingerprint() -> str:
     return hashlib.sha256("".join(_digest_tree(KIT_ROOT / f, "*.py") for f in KIT_FOLDERS).encode()).hexdigest()
 
 
-def fingerprint(course: Path, student: str, assignment: str, kit: str, limits: dict) -> str:
+def fingerprint(course: Path, student: str, assignment: str, kit: str, limits: Limits) -> str:
     """What one grading depends on: the submitted files, the kit, the limits, the grader's
     ``AUTOGRADER_*`` settings (e.g. ``AUTOGRADER_CALL_TIMEOUT_S``) and the seed."""
     settings = {k: v for k, v in os.environ.items() if k.startswith("AUTOGRADER_") and k not in SESSION_VARIABLES}
     terms = {"submission": _digest_tree(course / "submitted" / student / assignment), "kit": kit,
-             "limits": {k: limits[k] for k in sorted(limits)}, "settings": settings, "seed": seed.base() or ""}
+             "limits": limits.args(), "settings": settings, "seed": seed.base() or ""}
     return hashlib.sha256(json.dumps(terms, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -33,6 +33,7 @@ from ..report import Outcome
 from . import course_config, engine, exchange, intake, status_page
 from . import submission_queue as sq
 from .errors import SetupError
+from .limits import Limits
 from .processes import sigterm_as_ctrl_c
 
 DEFAULT_POLL_S = 10.0
@@ -60,10 +61,10 @@ class Service:
     """The grading service of one course: its queue on disk, its grading and its feedback."""
 
     def __init__(self, course: Path, backend: engine.Backend, release: Release, options: Options = Options(),
-                 clock: Callable[[], float] = time.time, limits: dict | None = None):
+                 clock: Callable[[], float] = time.time, limits: Limits = Limits()):
         self.course = Path(course).resolve()
         self.where = exchange.place(self.course)
-        self.engine = engine.Engine(self.course, backend, limits or {})
+        self.engine = engine.Engine(self.course, backend, limits)
         self.release, self.options, self.clock = release, options, clock
         self.store = sq.Store(self.course)
         book, _ = self.store.load()
@@ -274,7 +275,7 @@ def main(course: Path, *, workers: int | None = None, ray_address: str | None = 
     options = replace(options, check_owner=bool(owner))
     side_by_side = cohort.preflight(set(intake.roster(course).labs), sandboxed, workers, ray_address,
                                      uncalibrated)
-    limits["sandboxed"] = sandboxed
+    limits = Limits(sandboxed=sandboxed, **limits)
     with Lock(course), sigterm_as_ctrl_c():  # SIGTERM stops the service as Ctrl-C does
         try:
             if status_page.wanted():  # a JupyterHub managed service with a url: the students' page

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..report import Outcome
 from . import scratch_course
+from .limits import Limits
 from .processes import SAFE_PATH
 
 PR_SET_PDEATHSIG = 1
@@ -45,7 +46,7 @@ class Job:
     student: str
     assignment: str
     files: dict[str, bytes]          # the scratch course, by path relative to it
-    limits: dict
+    limits: Limits
     kit: str                         # the grading code's fingerprint on the machine that sent it
     seed: str = ""                   # the instructor's AUTOGRADER_SEED, if set (in a private file, never the environment)
     width: int = 1                   # slots it takes: more for a lab whose grades need more cores (fair_timing.widths)
@@ -147,7 +148,7 @@ def main(root: Path) -> None:
     scratch = root / "course"
     untouchable = scratch_course.Untouchable(None, nbgrader_run.KIT_ROOT)
     try:
-        outcome = nbgrader_run.autograde(scratch, job.assignment, job.student, cpus=cores, **job.limits)
+        outcome = nbgrader_run.autograde(scratch, job.assignment, job.student, cpus=cores, **job.limits.args())
     finally:
         changed = untouchable.restore()
     with tempfile.TemporaryDirectory(prefix="autograder-back-") as tmp:  # bring_back's checks, then read
