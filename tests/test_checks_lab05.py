@@ -80,9 +80,10 @@ def test_the_notebook_reads_its_tiers_from_targets_py_and_restates_none():
     cells = json.loads(test_prose.CAPSTONE.read_text())["cells"]
     graded = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in cells
               if c["metadata"].get("nbgrader", {}).get("grade")}
-    reads = {"test-plan-size": "for_lab('05_capstone').plan_band",
-             "test-pipeline-throughput-tier1": "for_lab('05_capstone').throughput_tiers[0]",
-             "test-pipeline-throughput-tier2": "for_lab('05_capstone').throughput_tiers[1]"}
+    setup = next("".join(c["source"]) for c in cells if c["metadata"].get("nbgrader", {}).get("grade_id") == "setup")
+    assert 'TARGETS = autograder.begin("05_capstone")' in setup  # begin returns the lab's targets.py
+    reads = {"test-plan-size": "TARGETS.plan_band", "test-pipeline-throughput-tier1": "TARGETS.throughput_tiers[0]",
+             "test-pipeline-throughput-tier2": "TARGETS.throughput_tiers[1]"}
     for grade_id, text in graded.items():
         comments = " ".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
         assert not re.search(r"\d\s?(?:×|x\b|%)", comments.replace("(2 points)", "")), (grade_id, comments)
