@@ -155,6 +155,19 @@ def test_lab05_says_what_the_pipeline_ran_on_in_physical_gpus_or_this_machine():
     assert "delivered 110 images/s on this machine, 0.50×" in bullet("05_capstone", "Your Ray Data pipeline", old)
 
 
+@pytest.mark.parametrize("saved, says", [
+    ({"gpus": 2, "replicas": 4}, "on 2 physical GPUs, 4 model replicas sharing them,"),
+    ({"gpus": 1, "replicas": None}, "on 1 physical GPU,"),
+    ({"gpus": 0, "cpu_cores": None, "replicas": 2}, "on this machine without a GPU (its CPU cores; the 2 replicas"),
+    ({"gpus": 0, "cpu_cores": 2, "replicas": None}, "on this machine without a GPU (2 CPU cores),"),
+    ({"gpus": None, "replicas": 2}, "with 2 model replicas,"),
+])
+def test_lab05_what_the_pipeline_ran_on_follows_what_was_saved(saved, says):
+    got = bullet("05_capstone", "Your Ray Data pipeline", with_("05_capstone", **saved))
+    assert says in got, got
+    assert "device" not in got.split(" the ")[0]  # physical GPUs or this machine, never "devices"
+
+
 @pytest.mark.parametrize("pool, starts", [
     (140.0, "Your hand-written actor pool ran at 1.27× Ray Data's rate (140 vs 110 images/s): the two layouts differ"),
     (55.0, "Ray Data ran at 2.00× the rate of your hand-written actor pool (55 images/s): the two layouts differ"),
