@@ -182,7 +182,7 @@ ON_THIS_MACHINE = {"gpus": 0, "cpu_cores": 2, "replicas": 2, "pipeline_images": 
 
 
 @pytest.mark.parametrize("rate, starts", [
-    # plausible on the 2-core machine: the notebook measured 111 images/s with the machine quiet, and
+    # plausible on the 2-core machine: two notebook runs measured 111 and 81 images/s (load average 3-20), and
     # 20, 49, 64, 68 in four runs with a load average near 19 (other work sharing the 2 cores)
     (95.0, "holds here (end to end, per machine of 2 CPU cores, no GPU): 1.9× the 50 images/s per GPU"),
     (35.0, "not reproduced (end to end, per machine of 2 CPU cores, no GPU): 0.70× the 50 images/s per GPU"),
