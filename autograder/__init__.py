@@ -15,15 +15,19 @@ from .kernel import harness
 __version__ = "0.1.0"
 
 
-def begin(lab: str) -> None:
-    """Start grading-safe mode for ``lab``: clocks captured, kernel exits refused."""
+def begin(lab: str):
+    """Start grading-safe mode for ``lab``: clocks captured, kernel exits refused. Returns the
+    lab's targets (its ``targets.py``), so that a notebook quotes a tier by reading it there
+    instead of restating it."""
     from . import labs
     from .kernel.stash import STASH
+    from .targets import for_lab
 
     labs.load_steps(lab)  # fails early on a wrong lab id; registers the lab's kit steps
     STASH.lab = lab
     harness.guard_kernel()
     _guard_learner_functions(lab)
+    return for_lab(lab)
 
 
 def _guard_learner_functions(lab: str) -> None:

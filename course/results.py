@@ -62,9 +62,11 @@ The keys each lab may save, with their unit and meaning (:data:`SCHEMA`):
     on another node of the emulated cluster, median of a few).
 ``05_capstone``
     ``predicted_images_per_s`` / ``pipeline_images_per_s`` / ``pool_images_per_s`` (images/s:
-    the plan's prediction, the Ray Data pipeline, the hand-written actor pool), ``devices``
-    (int: devices the pipeline ran on; C8's per-device rate divides by it, 1 when absent),
-    ``image_px`` (int: the network's input side, 224), ``model_mflop_per_image`` (MFLOP of one
+    the plan's prediction, the Ray Data pipeline, the hand-written actor pool; each timed end to
+    end), ``gpus`` (int: physical GPUs the pipeline ran on, 0 without one; C8's per-GPU rate
+    divides by it), ``replicas`` (int: model replicas, sharing those GPUs), ``cpu_cores`` (int:
+    this machine's cores, the unit without a GPU), ``pipeline_images`` (int: images of each timed
+    run), ``model_load_s`` (s: one replica's model load, measured), ``image_px`` (int: the network's input side, 224), ``model_mflop_per_image`` (MFLOP of one
     image through the network, counted from its layers), ``gpu_images_per_s_by_px`` (dict
     str(side) -> images/s of one GPU by the plan, from the measured size fit),
     ``measured_max_px`` (int: the largest side measured; larger ones are extrapolated),
@@ -146,7 +148,11 @@ SCHEMA: dict[str, dict[str, str]] = {
         "predicted_images_per_s": "images/s — the plan's prediction for this machine",
         "pipeline_images_per_s": "images/s — the Ray Data pipeline, measured",
         "pool_images_per_s": "images/s — the hand-written actor pool, measured",
-        "devices": "int — devices the pipeline ran on (per-device rate = pipeline / devices)",
+        "gpus": "int — physical GPUs the pipeline ran on, 0 without one (per-GPU rate = pipeline / gpus)",
+        "replicas": "int — model replicas of the pipeline (they share the GPUs; logical GPUs without one)",
+        "cpu_cores": "int — this machine's CPU cores (without a GPU the unit is this machine)",
+        "pipeline_images": "int — images of each timed end-to-end run",
+        "model_load_s": "s — one model replica's load, measured (the timed runs include it)",
         "image_px": "int — the network's input side (pixels)",
         "model_mflop_per_image": "MFLOP — one image through the network, counted from its layers",
         "gpu_images_per_s_by_px": "dict str(side) -> images/s of one GPU by the plan (measured size fit)",

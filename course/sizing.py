@@ -5,6 +5,12 @@ sizes), taken from earlier labs' result files (:mod:`course.results`), or stated
 where it came from: which lab, measured now, computed from the installed Ray's configuration,
 or **an assumption** (the network link and the failure rate: change them).
 
+What the sizing model leaves out is measured where this machine can measure it, and said where
+it cannot: the copy of each batch from host memory to the GPU (:func:`host_to_device`: the
+per-batch rates time batches already on the device) and the GPU memory one replica's forward
+pass takes (:func:`gpu_memory`: Ray does not account GPU memory); both are "not measured"
+without a GPU.
+
 Sizes: the network and the decoder are measured at :data:`SCALING_PX` (three sides at least)
 and a line ``seconds per image = a + b * px²`` is fitted (:func:`fit`); a size outside the
 measured range is an **extrapolation** of that line, and the notebook labels it so.
@@ -30,6 +36,12 @@ GPU_SCALING_PX = (224, 448, 896)              # ... and on a GPU
 LINK_GBIT_S = (10, 25, 100)
 ASSUMED_LINK_GBIT_S = 25
 ASSUMED_FAILURES_PER_GPU_HOUR = 0.1  # an assumption, not a measurement: change it to your fleet's
+# What a lost node costs before its work runs again when no spare GPU waits in the cluster:
+# stated inputs, not measurements (this course starts no cloud node and pulls no image): a new
+# node provisioned and joined, its GPU driver loaded and NVIDIA's device plugin advertising
+# nvidia.com/gpu (kubernetes.io "Schedule GPUs"), and the container image pulled. Change them
+# to your fleet's; ``replacement=None`` says a spare GPU already waits (nothing to replace).
+ASSUMED_REPLACEMENT = {"node_provision_s": 120.0, "gpu_ready_s": 60.0, "image_gb": 10.0, "pull_gbit_s": 1.0}
 MAX_ACTORS_PER_GPU = 4
 
 
@@ -61,6 +73,65 @@ def model_rates(px: int = BASE_PX, sizes=None, images: int | None = None, rounds
 
     sweep = bench.interleaved({b: (lambda b=b: run(b), calls[b] * b) for b in sizes}, rounds=rounds)
     return {str(b): m.rate for b, m in sweep.items()}
+
+
+def physical_gpus() -> int:
+    """GPUs this machine has (CUDA devices CuPy sees); 0 without one."""
+    if not backend.on_gpu():
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+NOT_ON_CPU = "not measured: this machine has no GPU (NumPy computes where the data already is)"
+
+
+def host_to_device(batch: int = 64, px: int = BASE_PX, rounds: int = 5) -> dict:
+    """The copy :func:`model_rates` leaves out: ``cupy.asarray`` of a batch of ``batch`` images
+    (uint8, ``px`` square) from ordinary (pageable) host memory, timed with the device
+    synchronised before and after (median of ``rounds``, after one warm-up copy). Returns
+    ``measured`` (False without a GPU, with the reason in ``note``), ``seconds_per_image``,
+    ``bytes_per_s`` and ``batch``."""
+    if not backend.on_gpu():
+        return {"measured": False, "note": NOT_ON_CPU}
+    import cupy
+
+    host = _images(batch, px, seed=1)
+
+    def copy():
+        cupy.asarray(host)
+
+    copy()  # warm: the first allocation of this size
+    seconds = statistics.median(bench.time_call(copy) for _ in range(int(rounds)))
+    return {"measured": True, "seconds_per_image": seconds / batch, "bytes_per_s": host.nbytes / seconds,
+            "batch": int(batch), "note": f"measured now: cupy.asarray of {batch} images of {px}x{px}x3 uint8 "
+            f"({host.nbytes / 2**20:.1f} MiB) from pageable host memory, synchronised, median of {rounds}"}
+
+
+def gpu_memory(batch: int = 64, px: int = BASE_PX) -> dict:
+    """GPU memory one replica's forward pass holds at ``batch``: the bytes CuPy's memory pool
+    holds after one forward pass from an empty pool (its high-water mark, in CuPy's block
+    sizes; each process's CUDA context comes on top, not counted), and the device's total.
+    Ray does not account GPU memory: a fractional ``num_gpus`` is a share of a count, and each
+    replica must fit in what the others leave. ``measured`` is False without a GPU."""
+    if not backend.on_gpu():
+        return {"measured": False, "note": NOT_ON_CPU}
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    net = convnet.Network()
+    data = backend.to_device(_images(batch, px, seed=2))
+    backend.sync()
+    pool.free_all_blocks()
+    base = pool.total_bytes()
+    convnet.forward(data, net.params)
+    backend.sync()
+    used = pool.total_bytes() - base
+    free, total = cupy.cuda.runtime.memGetInfo()
+    return {"measured": True, "forward_bytes": int(used), "device_bytes": int(total), "free_bytes": int(free),
+            "batch": int(batch), "note": f"measured now: CuPy's memory pool after one forward pass of {batch} "
+            f"images of {px}x{px} (weights and input excluded, the CUDA context not counted)"}
 
 
 def fit(px, seconds) -> tuple[float, float]:
@@ -161,7 +232,8 @@ def node_detection() -> dict:
 
 
 def failure_cost(detect: dict, restart_s: float, restart_where: str, *,
-                 gpu_failure_detect_s: float | None = None, replace_s: float = 0.0) -> tuple[dict, list[str]]:
+                 gpu_failure_detect_s: float | None = None, replace_s: float = 0.0,
+                 replace_why: str | None = None) -> tuple[dict, list[str]]:
     """``detect_s`` and ``restart_s`` -- the seconds of lost work one failure costs in the plan's
     uptime, ``1 - failures_per_gpu_hour x (detect_s + restart_s) / 3600`` -- with one note each
     saying what they count and what they leave out.
@@ -179,7 +251,8 @@ def failure_cost(detect: dict, restart_s: float, restart_where: str, *,
 
     ``restart_s`` is the actor restart measured on a live node (lab 02) plus ``replace_s``, the
     seconds a replacement takes to join: 0 unless stated, which assumes a spare GPU already in
-    the cluster; a real replacement adds scheduling, a multi-GB image pull and often a new node.
+    the cluster; a real replacement adds scheduling, a multi-GB image pull and often a new node
+    (:func:`replacement_s` adds them up from stated inputs; ``replace_why`` is its note).
     """
     if gpu_failure_detect_s is None:
         detect_s = detect["timed_out_s"]
@@ -194,8 +267,19 @@ def failure_cost(detect: dict, restart_s: float, restart_where: str, *,
                        "lives and that Ray never detects; the seconds your own GPU probe takes to notice")
     restart_note = f"{restart_where}; plus replace_s = {replace_s:g} s, " + (
         "assumed: a spare GPU already in the cluster (not counted: scheduling, image pull, a new node)"
-        if not replace_s else "a stated input: a replacement's scheduling, image pull and node start")
+        if not replace_s else (replace_why or "a stated input: a replacement's scheduling, image pull and node start"))
     return ({"detect_s": detect_s, "restart_s": float(restart_s) + float(replace_s)}, [detect_note, restart_note])
+
+
+def replacement_s(node_provision_s: float, gpu_ready_s: float, image_gb: float, pull_gbit_s: float) -> tuple[float, str]:
+    """(seconds, note) a lost node's replacement takes before its work runs again, from stated
+    inputs (none is measured here): provisioning the node, its GPU driver and device plugin
+    getting ready, and pulling an image of ``image_gb`` GB at ``pull_gbit_s`` Gbit/s."""
+    pull = float(image_gb) * 8 / float(pull_gbit_s)
+    seconds = float(node_provision_s) + float(gpu_ready_s) + pull
+    return seconds, (f"stated inputs, not measured (set them to your fleet's): node_provision_s = {node_provision_s:g} s, "
+                     f"gpu_ready_s = {gpu_ready_s:g} s (GPU driver and device plugin ready), an image of "
+                     f"{image_gb:g} GB pulled at {pull_gbit_s:g} Gbit/s = {pull:g} s")
 
 
 def copy_rate(mib: int = 64) -> float:
@@ -218,14 +302,22 @@ def copy_rate(mib: int = 64) -> float:
     return mib * 2**20 / statistics.median(times)
 
 
-def machine(devices: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LINK_GBIT_S,
+def machine(replicas: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LINK_GBIT_S,
             failures_per_gpu_hour: float = ASSUMED_FAILURES_PER_GPU_HOUR,
-            gpu_failure_detect_s: float | None = None, replace_s: float = 0.0) -> tuple[dict, list[str]]:
-    """(measured numbers for ``plan``, where each came from) for this machine as one node of
-    ``devices`` GPUs (replicas), from the result files in ``folder``, measured now, or assumed.
-    ``gpu_failure_detect_s`` and ``replace_s`` state the failure case the uptime counts
-    (:func:`failure_cost`).
-    Extra keys a plan does not read: ``scaling`` (the measured sides and fits), ``in_machine_copy_bytes_per_s``."""
+            gpu_failure_detect_s: float | None = None,
+            replacement: dict | None = ASSUMED_REPLACEMENT) -> tuple[dict, list[str]]:
+    """(measured numbers for ``plan``, where each came from) for this machine as one node, from
+    the result files in ``folder``, measured now, or assumed.
+
+    ``gpus_per_node`` counts **physical** GPUs: the ``replicas`` model replicas share them
+    (``num_gpus`` = GPUs / replicas each), so two replicas on one GPU are one GPU's rate, not two.
+    Without a GPU it is 1: the CPU, all its cores, is the one device the model's rate was
+    measured on, and the replicas are logical GPUs sharing it. ``gpu_failure_detect_s`` and
+    ``replacement`` (stated inputs for :func:`replacement_s`, or None for a spare GPU already in
+    the cluster) state the failure case the uptime counts (:func:`failure_cost`).
+    Extra keys a plan does not read: ``scaling`` (the measured sides and fits),
+    ``in_machine_copy_bytes_per_s``, ``host_to_device`` and ``gpu_memory`` (:func:`host_to_device`,
+    :func:`gpu_memory`)."""
     found = results.load_all(folder)
     lab1, lab2, lab3 = found.get("01_actor_scaling", {}), found.get("02_restart_recovery", {}), found.get("03_quotas", {})
     m, notes = {}, []
@@ -253,10 +345,11 @@ def machine(devices: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LIN
     take("call_overhead_s", float(overhead) if overhead else call_overhead(),
          "lab 01" if overhead else "measured now: median blocking call to a trivial actor")
     restart = lab2.get("restart_p50_s")
+    replace_s, replace_why = replacement_s(**replacement) if replacement else (0.0, None)
     cost, why = failure_cost(node_detection(), float(restart) if restart else restart_time(),
                              "lab 02, p50: a killed actor's process found dead and restarted on a live node"
                              if restart else "measured now: one actor restart on a live node (lab 02's measurement)",
-                             gpu_failure_detect_s=gpu_failure_detect_s, replace_s=replace_s)
+                             gpu_failure_detect_s=gpu_failure_detect_s, replace_s=replace_s, replace_why=replace_why)
     take("restart_s", cost["restart_s"], why[1])
     take("detect_s", cost["detect_s"], why[0])
     share = (lab3.get("tenant_share") or {}).get("a")
@@ -265,7 +358,10 @@ def machine(devices: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LIN
     take("link_bytes_per_s", link_gbit_s * 1e9 / 8, f"an assumption, not measured: a {link_gbit_s:g} Gbit/s "
          f"link per node (try {' / '.join(map(str, LINK_GBIT_S))})")
     take("failures_per_gpu_hour", failures_per_gpu_hour, "an assumption, not measured: change it")
-    take("gpus_per_node", int(devices), "this machine: " + ("real GPUs" if backend.on_gpu() else "logical GPUs"))
+    gpus = physical_gpus()
+    take("gpus_per_node", gpus or 1, f"this machine: {gpus} physical GPU(s), shared by the {int(replicas)} model "
+         "replicas" if gpus else f"this machine has no GPU: the CPU (all its cores) is the one device the model's "
+         f"rate was measured on; the {int(replicas)} replicas are logical GPUs sharing it")
     take("cpus_per_node", int(os.cpu_count() or 1), "this machine's cores")
     take("max_actors_per_gpu", MAX_ACTORS_PER_GPU, "the model's cap")
     link = (found.get("04_data_affinity") or {}).get("link_bytes_per_s")
@@ -273,4 +369,8 @@ def machine(devices: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LIN
     notes.append(f"in_machine_copy_bytes_per_s: {m['in_machine_copy_bytes_per_s']:,.6g} (not used by plan: "
                  + ("lab 04's ray.get between emulated nodes" if link else "ray.get on this machine")
                  + ", a copy in shared memory, not a network)")
+    batch = max(m["kernel_images_per_s"], key=lambda b: m["kernel_images_per_s"][b])
+    for key, got in (("host_to_device", host_to_device(int(batch))), ("gpu_memory", gpu_memory(int(batch)))):
+        m[key] = got
+        notes.append(f"{key}: (not used by plan: {got['note']})")
     return m, notes

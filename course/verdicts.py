@@ -416,18 +416,27 @@ def c7(numbers: Mapping) -> Row:
 
 def c8(numbers: Mapping) -> Row:
     """C8, from the capstone (lab 05). The claim needs 10,000 / 200 = 50 images/s per GPU, end to
-    end. **Holds here** when the capstone's pipeline images/s divided by its devices is at least
-    that, and **not reproduced** otherwise, each with the factor; the claim names no image size,
-    model or data path, so the row names the image size measured and the capstone's model cost
-    and plan when it saved them. Without the capstone's numbers the claim is **not testable
-    yet**: lab 00's best kernel rate is compute only (no decoding, copying or network), so the
-    row reports it and its factor as what was measured, never as a verdict."""
+    end. The capstone's rate is its Ray Data pipeline's images/s divided by the **physical GPUs**
+    it ran on (``gpus``): its model replicas share them (``num_gpus`` = GPUs / replicas each), so
+    a rate per replica would count one GPU twice. Without a GPU (``gpus`` = 0) the unit is the
+    whole machine, its ``cpu_cores`` cores standing in for one GPU, and the row says so. **Holds
+    here** when that rate is at least 50, **not reproduced** otherwise, each with the factor.
+    The rate is end to end: the timed run includes making the JPEGs, starting Ray Data's pool,
+    one model load, decoding and the network, and the row says so with the run's size and the
+    measured load. Either verdict is per GPU: that 200 GPUs give 200 times one GPU's rate assumes
+    linear scaling, which C1 questions; the row says so, with lab 01's lower efficiency when
+    saved. A capstone file without ``gpus`` (saved before the count was kept) is **not testable
+    yet**: its per-device rate may be per replica. The claim names no image size, model or data
+    path, so the row names the image size measured and the capstone's model cost and plan when
+    it saved them. Without the capstone's numbers the claim is **not testable yet**: lab 00's
+    best kernel rate is compute only (no decoding, copying or network), so the row reports it
+    and its factor as what was measured, never as a verdict."""
     need = C8_TARGET / C8_GPUS
     docs = "no official source sizes this; the claim states no image size, model or data path"
     source = "none (an interview sizing question); your numbers"
-    cap, lab0 = _lab(numbers, "05_capstone"), _lab(numbers, "00_measure")
+    cap, lab0, lab1 = _lab(numbers, "05_capstone"), _lab(numbers, "00_measure"), _lab(numbers, "01_actor_scaling")
     pipeline = _num(cap, "pipeline_images_per_s")
-    px = _num(cap, "image_px") if pipeline is not None and _num(cap, "image_px") else _num(lab0, "image_px")
+    px = _num(cap, "image_px") if pipeline is not None else _num(lab0, "image_px")  # the size that was timed
     size = f" at {px:.0f}×{px:.0f} px" if px else ""
     needed = f"; needed: {C8_TARGET:,} / {C8_GPUS} = {need:g} images/s per GPU"
     if pipeline is None:
@@ -443,20 +452,43 @@ def c8(numbers: Mapping) -> Row:
         verdict = (f"not testable yet — needs the capstone's end-to-end numbers (run lab 05); measured so far: "
                    f"the kernel alone, compute only, {best / need:,.3g}× the {need:g} images/s per GPU{size}")
         return Row("C8", CLAIMS["C8"], yours, docs, verdict, source)
-    devices = _num(cap, "devices") or 1
-    rate = pipeline / devices
+    gpus, cores = _num(cap, "gpus"), _num(cap, "cpu_cores")
     mflop = _num(cap, "model_mflop_per_image")
     model = f" (JPEG decode + a {mflop:.1f} MFLOP/image network)" if mflop else ""
-    yours = (f"capstone pipeline{model}: {pipeline:,.0f} images/s on {devices:.0f} device(s) = "
-             f"{rate:,.0f} per device{size}")
-    gpus, limit = _num(cap, "c8_gpus"), cap.get("c8_limit")
-    if gpus is not None and isinstance(limit, str):
-        yours += f"; your plan: {gpus:,.0f} GPUs of this kind for 10k images/s, limited by {limit}"
+    if gpus is None or gpus < 0:
+        yours = f"capstone pipeline{model}: {pipeline:,.0f} images/s, on an unknown number of physical GPUs{needed}"
+        return Row("C8", CLAIMS["C8"], yours, docs, "not testable yet — the saved file does not say how many "
+                   "physical GPUs the pipeline ran on: re-run lab 05's section 5", source)
+    replicas = _num(cap, "replicas")
+    shared = f", {replicas:.0f} model replicas sharing {'them' if gpus > 1 else 'it'}" if replicas else ""
+    if gpus >= 1:
+        rate, unit = pipeline / gpus, "per GPU"
+        yours = (f"capstone pipeline{model}: {pipeline:,.0f} images/s on {gpus:.0f} physical "
+                 f"GPU{'s' if gpus != 1 else ''}{shared} = {rate:,.0f} images/s per GPU{size}")
+    else:
+        rate = pipeline
+        machine = f"{cores:.0f} CPU cores" if cores else "its CPU cores"
+        unit = f"per machine of {machine}, no GPU"
+        yours = (f"capstone pipeline{model}: {pipeline:,.0f} images/s on this machine: no GPU, {machine}"
+                 f"{' and ' + format(replicas, '.0f') + ' model replicas on logical GPUs sharing them' if replicas else ''}"
+                 f"; the unit is the whole machine standing in for one GPU{size}")
+    n, load = _num(cap, "pipeline_images"), _num(cap, "model_load_s")
+    yours += ("; timed end to end" + (f" over {n:,.0f} images" if n else "") + ": making the JPEGs, starting Ray "
+              "Data's pool, one model load" + (f" ({_ms(load)})" if load is not None else "")
+              + ", decoding and the network")
+    plan_gpus, limit = _num(cap, "c8_gpus"), cap.get("c8_limit")
+    if plan_gpus is not None and isinstance(limit, str):
+        kind = "GPUs of this kind" if gpus >= 1 else "devices like this machine"
+        yours += f"; your plan: {plan_gpus:,.0f} {kind} for 10k images/s, limited by {limit}"
     yours += needed
     if rate >= need:
-        verdict = f"holds here (end to end): {rate / need:,.3g}× the {need:g} images/s per GPU needed{size}"
+        verdict = f"holds here (end to end, {unit}): {rate / need:,.3g}× the {need:g} images/s per GPU needed{size}"
     else:
-        verdict = f"not reproduced (end to end): {rate / need:.2f}× the {need:g} images/s per GPU needed{size}"
+        verdict = f"not reproduced (end to end, {unit}): {rate / need:.2f}× the {need:g} images/s per GPU needed{size}"
+    eff = [e for e in (_num(lab1, "efficiency_short"), _num(lab1, "efficiency_long")) if e is not None]
+    fleet = _num(lab1, "fleet_size")
+    verdict += (f"; {C8_GPUS} GPUs doing {C8_GPUS}× one GPU's rate assumes linear scaling, which C1 questions"
+                + (f" (lab 01: efficiency {min(eff):.2f} on {fleet:.0f} emulated GPUs)" if eff and fleet else ""))
     return Row("C8", CLAIMS["C8"], yours, docs, verdict, source)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU path on a real device, in one command: the tests marked `gpu` (tests/test_gpu.py and the
-# gpu tests of test_kernels.py and test_backend.py). Kernels against NumPy, the model's logits against
+# gpu tests of test_kernels.py, test_backend.py and test_sizing.py). Kernels against NumPy, the model's logits against
 # convnet.reference, lab 00's roofline figure against the datasheet, and -- where Ray and nbgrader
 # are installed -- Ray's GPU scheduling, every lab graded, and calibrate. Figures go to
 # $GPU_CHECK_OUT/gpu-check.json (default: $OUT where the device tool sets it, else build/gpu-check).
@@ -50,7 +50,7 @@ for tool in ray nbgrader; do
 done
 
 env -u COURSE_BACKEND "$PY" -m pytest -m gpu -p no:cacheprovider tests/test_gpu.py tests/test_kernels.py \
-    tests/test_backend.py "$@"
+    tests/test_backend.py tests/test_sizing.py "$@"
 rc=$?
 if [[ -f "$GPU_CHECK_OUT/gpu-check.json" ]]; then
     echo "gpu_check: figures in $GPU_CHECK_OUT/gpu-check.json:"

@@ -65,3 +65,31 @@ def test_scenario_limits_cover_every_resource_in_a_drawn_order():
     orders = {tuple(lab05.scenario_limits(Session(LAB, seed=seed))) for seed in range(20)}
     assert all(set(o) == set(lab05.LIMITS) and len(o) == 6 for o in orders)
     assert len(orders) > 10  # a plan cannot answer by call order
+
+
+def test_the_notebook_reads_its_tiers_from_targets_py_and_restates_none():
+    """Issue 52: a tier lab 05 quotes is the one in its targets.py, because the graded cells print
+    it from there; no graded cell's comment and no lesson sentence writes a ratio or band itself."""
+    import json
+    import re
+
+    import test_prose
+
+    from autograder.targets import for_lab
+
+    cells = json.loads(test_prose.CAPSTONE.read_text())["cells"]
+    graded = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in cells
+              if c["metadata"].get("nbgrader", {}).get("grade")}
+    setup = next("".join(c["source"]) for c in cells if c["metadata"].get("nbgrader", {}).get("grade_id") == "setup")
+    assert 'TARGETS = autograder.begin("05_capstone")' in setup  # begin returns the lab's targets.py
+    reads = {"test-plan-size": "TARGETS.plan_band", "test-pipeline-throughput-tier1": "TARGETS.throughput_tiers[0]",
+             "test-pipeline-throughput-tier2": "TARGETS.throughput_tiers[1]"}
+    for grade_id, text in graded.items():
+        comments = " ".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
+        assert not re.search(r"\d\s?(?:×|x\b|%)", comments.replace("(2 points)", "")), (grade_id, comments)
+        if grade_id in reads:
+            assert reads[grade_id] in text, grade_id
+    assert for_lab(LAB).plan_band and len(for_lab(LAB).throughput_tiers) == 2  # the fields the cells print
+    lesson = [n for i, s in test_prose.markdown_cells(test_prose.CAPSTONE)
+              for sentence, _ in test_prose.sentences(s) for n in test_prose.claims(sentence)]
+    assert not [n for n in lesson if n.endswith(("×", "x", "%"))], lesson

@@ -20,16 +20,22 @@ def test_numbers_come_from_the_result_files_or_are_measured_or_assumed_and_say_s
     for lab, numbers in FULL.items():
         results.save(lab, numbers, tmp_path)
     m, notes = sizing.machine(4, tmp_path)
-    assert (m["call_overhead_s"], m["restart_s"], m["quota_share"]) == (0.0012, 1.4, 0.5)
+    replace_s = sizing.replacement_s(**sizing.ASSUMED_REPLACEMENT)[0]  # stated inputs, counted by default
+    assert (m["call_overhead_s"], m["restart_s"], m["quota_share"]) == (0.0012, 1.4 + replace_s, 0.5)
     # the link is the stated assumption; lab 04's in-machine copy is kept apart, labelled
     assert m["link_bytes_per_s"] == sizing.ASSUMED_LINK_GBIT_S * 1e9 / 8
     assert m["in_machine_copy_bytes_per_s"] == 2.5e9
-    assert m["gpus_per_node"] == 4 and m["cpu_images_per_s"] > 0 and m["detect_s"] > m["restart_s"]
+    # physical GPUs, not replicas: without a GPU the CPU is the one device its rates were measured on
+    assert m["gpus_per_node"] == (sizing.physical_gpus() or 1) and m["cpu_images_per_s"] > 0
+    assert m["detect_s"] > 0 and replace_s > 0
+    assert "real GPUs" not in "\n".join(notes) and "4 replicas" in "\n".join(notes)
     assert set(m["kernel_images_per_s"]) == {str(b) for b in sizing.batches()}
     assert 0 <= m["model_fixed_fraction"] < 1 and 0 <= m["cpu_fixed_fraction"] < 1
     text = "\n".join(notes)
     for where in ("lab 01", "lab 02, p50", "lab 03", "measured now: the network", "measured now: JPEG decode",
-                  "health checks", "an assumption, not measured", "not a network"):
+                  "health checks", "an assumption, not measured", "not a network",
+                  "stated inputs, not measured (set them to your fleet's)", "host_to_device: (not used by plan",
+                  "gpu_memory: (not used by plan"):
         assert where in text, text
     assert len(notes) == len(m) - 1  # every number but the scaling points (drawn, not a plan input)
 
@@ -61,3 +67,38 @@ def test_the_uptime_says_what_it_counts_and_what_it_leaves_out():
     assert gpu == {"detect_s": 120.0, "restart_s": 601.4}
     assert notes[0].startswith("a stated input, not measured: the GPU-failure case")
     assert "a stated input: a replacement's scheduling, image pull and node start" in notes[1]
+
+
+def test_a_replacement_is_a_sum_of_stated_inputs_never_a_fact():
+    seconds, note = sizing.replacement_s(node_provision_s=90, gpu_ready_s=30, image_gb=8, pull_gbit_s=2)
+    assert seconds == 90 + 30 + 8 * 8 / 2
+    assert note.startswith("stated inputs, not measured (set them to your fleet's)") and "32 s" in note
+    cost, notes = sizing.failure_cost(DETECT, 1.4, "lab 02, p50", replace_s=seconds, replace_why=note)
+    assert cost["restart_s"] == 1.4 + seconds and notes[1].endswith(note)
+    assert set(sizing.ASSUMED_REPLACEMENT) == {"node_provision_s", "gpu_ready_s", "image_gb", "pull_gbit_s"}
+
+
+@pytest.mark.skipif(sizing.backend.on_gpu(), reason="the CPU path: tests/test_sizing.py's gpu tests cover a GPU")
+def test_without_a_gpu_the_copy_and_gpu_memory_say_not_measured():
+    for got in (sizing.host_to_device(), sizing.gpu_memory()):
+        assert got == {"measured": False, "note": sizing.NOT_ON_CPU} and got["note"].startswith("not measured")
+    assert sizing.physical_gpus() == 0
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_copy_and_the_forward_pass_memory_are_measured():
+    copy = sizing.host_to_device(batch=32, rounds=3)
+    assert copy["measured"] and copy["seconds_per_image"] > 0 and copy["bytes_per_s"] > 1e8
+    assert copy["bytes_per_s"] == pytest.approx(32 * 224 * 224 * 3 / (copy["seconds_per_image"] * 32))
+    mem = sizing.gpu_memory(batch=32)
+    # the first layer's im2col alone: 32 images x 112 x 112 pixels x 27 float32 values
+    assert mem["measured"] and mem["forward_bytes"] >= 32 * 112 * 112 * 27 * 4 and mem["device_bytes"] > mem["forward_bytes"]
+    assert sizing.physical_gpus() >= 1
+
+
+@pytest.mark.parametrize("function", ["host_to_device", "gpu_memory", "physical_gpus"])
+def test_every_cupy_name_the_sizing_gpu_path_calls_exists(monkeypatch, function):
+    """Not a run (tests/test_cupy_branch.py's API check, applied to course.sizing's CuPy branch)."""
+    branch = pytest.importorskip("test_cupy_branch")
+    monkeypatch.setitem(branch.CUPY_BRANCH, "course.sizing", {function: False})
+    branch.test_every_cupy_name_and_keyword_on_the_cupy_branch_exists("course.sizing", function)
