@@ -14,9 +14,6 @@ ALLOWED_IMPORTS: Mapping[str, frozenset[str] | None] = MappingProxyType({
     # The kit and the libraries the labs are about.
     "course": ALL,
     "autograder": frozenset({"check"}),  # self-check from a learner cell; the rest is the grader's
-    # the lab's targets, read-only data the notebooks print instead of restating (issue 52); the
-    # kernel imports the same module while it is graded, and a student bundle ships it
-    "autograder.targets": frozenset({"for_lab"}),
     "numpy": ALL,
     "cupy": ALL,
     "cupyx": ALL,
