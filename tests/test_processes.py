@@ -92,3 +92,15 @@ def test_a_stop_at_any_moment_of_a_watched_wait_ends_the_command_and_its_child()
         # clean-up done (a SIGTERM landing after it, once the handler is gone, may end it instead of exit)
         assert out == "stopped\n" and proc.returncode in (130, -signal.SIGTERM), (k, proc.returncode, out)
         assert not [p for p in before if not processes._zombie(p)], f"run {k}: its child outlived it"
+
+
+def test_a_library_that_replaces_the_stop_handlers_inside_own_stop_handlers_does_not_keep_them():
+    """``ray.init`` in a driver sets a SIGTERM handler of its own (``sys.exit``), which would end
+    ``grade --workers`` without its clean-up: the grader's handlers are put back after it."""
+    import signal
+
+    with processes.sigterm_as_ctrl_c():
+        ours = signal.getsignal(signal.SIGTERM)
+        with processes.own_stop_handlers():
+            signal.signal(signal.SIGTERM, lambda *a: sys.exit(15))  # as ray.init does
+        assert signal.getsignal(signal.SIGTERM) is ours

@@ -26,6 +26,7 @@ from . import scratch_course, slot_worker
 from .settle import settle
 from .errors import SetupError
 from .limits import Limits
+from .processes import own_stop_handlers
 from .slots import RESOURCE
 
 MAX_RETRIES = 3  # a lost worker or node; a grading that fails on its own is not retried
@@ -41,13 +42,14 @@ def start(workers: int | None, address: str | None) -> None:
     # files, and a .pyc appearing there while a submission runs would read as planted
     quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False,
              "runtime_env": {"env_vars": {"PYTHONDONTWRITEBYTECODE": "1"}}}
-    if address:
-        ray.init(address=address, **quiet)
-        return
-    # tasks here ask for no CPU of Ray's accounting, so num_cpus only bounds the idle workers Ray keeps ready
-    with low_priority():  # this Ray's processes, and the workers it starts later, inherit it
-        ray.init(address="local", num_cpus=workers, resources={RESOURCE: workers}, object_store_memory=100 * 2**20,
-                 **quiet)
+    with own_stop_handlers():  # a SIGTERM still stops grade as Ctrl-C does, not as Ray's driver exits
+        if address:
+            ray.init(address=address, **quiet)
+            return
+        # tasks here ask for no CPU of Ray's accounting, so num_cpus only bounds the idle workers Ray keeps ready
+        with low_priority():  # this Ray's processes, and the workers it starts later, inherit it
+            ray.init(address="local", num_cpus=workers, resources={RESOURCE: workers},
+                     object_store_memory=100 * 2**20, **quiet)
 
 
 LOW_NICE = 19

@@ -72,6 +72,27 @@ def sigterm_as_ctrl_c():
 
 
 @contextlib.contextmanager
+def own_stop_handlers():
+    """Keep this process's SIGTERM and Ctrl-C handlers across the ``with`` block: ``ray.init``
+    in a driver replaces SIGTERM's with one that calls ``sys.exit`` (Ray's ``worker.py``), which
+    skips :func:`sigterm_as_ctrl_c`'s clean-up path and its exit code. (Found 2026-12-07: ``grade
+    --workers 2`` stopped by SIGTERM exited with code 15 and no "interrupted".)"""
+    try:
+        kept = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    except ValueError:
+        kept = {}
+    try:
+        yield
+    finally:
+        for sig, handler in kept.items():
+            if handler is not None:
+                try:
+                    signal.signal(sig, handler)
+                except ValueError:  # not the main thread: signals are its caller's business
+                    pass
+
+
+@contextlib.contextmanager
 def shielded():
     """A section that takes a stop at its own safe points: a stop signal arriving inside it sets
     the event yielded (the section's loop checks it) instead of raising wherever the main thread
