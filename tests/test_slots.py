@@ -78,6 +78,29 @@ def test_the_next_holder_ends_what_the_last_grading_left(tmp_path):
     nxt.release()
 
 
+def test_a_stopped_run_ends_what_its_gradings_left_in_slots_no_one_holds(tmp_path):
+    """``grade --workers`` stopped: its Ray workers die and free their slots' locks, and the run
+    sweeps those slots at once (not when a later run claims them); a slot another run still
+    holds is left alone."""
+    from autograder.grader import cgroup
+
+    group = cgroup.create(memory_bytes=None, processes=64, name="autograder-test-stopped")
+    if group is None:
+        pytest.skip("no control group can be made here")
+    dead, alive = slots.claim(2, tmp_path), slots.claim(2, tmp_path)
+    dead.hold(group.folders)
+    left = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL)
+    for procs in group.procs:
+        with open(procs, "w") as f:
+            f.write(str(left.pid))
+    dead.release()  # its holder died
+    began = time.monotonic()
+    assert slots.sweep_unheld(tmp_path, wait_s=0.5) >= 1
+    assert left.wait(timeout=5) is not None and not any(f.exists() for f in group.folders)
+    assert time.monotonic() - began < 5  # waited its 0.5 s for the held slot, no longer
+    alive.release()
+
+
 GRADING_KILLED_HALF_WAY = """
 import os, subprocess, sys
 from autograder.grader import cgroup

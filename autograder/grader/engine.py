@@ -197,10 +197,15 @@ class Slots:
     def close(self) -> None:
         import ray
 
+        from . import slots
+
+        stopped = bool(self._running)
         for ref in self._running:  # Ctrl-C or an error here: nothing keeps grading in the background
             ray.cancel(ref, force=True)
         self._running.clear()
         ray.shutdown()  # a local Ray stops; a cluster is only left
+        if stopped:  # what the cancelled gradings started, in this machine's slots
+            slots.sweep_unheld()
 
 
 class Engine:

@@ -65,6 +65,43 @@ class Slot:
             os.close(fd)
 
 
+def sweep_unheld(locks: Path = LOCKS, wait_s: float = 10.0) -> int:
+    """End what gradings on this machine left in slots no grading holds any more, waiting up to
+    ``wait_s`` for the holders of the others to die: a grade or serve that stops (Ctrl-C,
+    SIGTERM) cancels its Ray tasks and shuts its Ray down, which kills each slot's Ray worker and
+    so its grading process (``PR_SET_PDEATHSIG``) -- but not what that process started (nbgrader,
+    the learner's kernel, a lab's Ray), which would otherwise run on until the slot is next
+    claimed. A slot another run holds is left alone. How many processes were ended."""
+    import time
+
+    from . import cgroup
+
+    killed, deadline = 0, time.monotonic() + wait_s
+    todo = sorted(locks.glob("slot-*.lock")) if locks.is_dir() else []
+    while todo:
+        for path in list(todo):
+            fd = os.open(path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                try:
+                    folders = json.loads(path.read_text() or "[]")
+                except (OSError, ValueError):
+                    folders = []
+                killed += cgroup.sweep(folders)
+                path.write_text("")
+            finally:
+                os.close(fd)
+            todo.remove(path)
+        if not todo or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    return killed
+
+
 def split(cores: list[int], n: int) -> list[tuple[int, ...]]:
     """``cores`` cut into ``n`` contiguous, equal-as-possible sets; with fewer cores than sets,
     sets share cores round-robin (the timings then are not fair, which ``calibrate`` shows)."""
