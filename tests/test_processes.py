@@ -102,5 +102,11 @@ def test_a_library_that_replaces_the_stop_handlers_inside_own_stop_handlers_does
     with processes.sigterm_as_ctrl_c():
         ours = signal.getsignal(signal.SIGTERM)
         with processes.own_stop_handlers():
-            signal.signal(signal.SIGTERM, lambda *a: sys.exit(15))  # as ray.init does
+            signal.signal(signal.SIGTERM, lambda *a: sys.exit(signal.SIGTERM))  # as ray.init does
+        assert signal.getsignal(signal.SIGTERM) is ours
+        with pytest.raises(KeyboardInterrupt):  # a SIGTERM inside ray.init: stopped as Ctrl-C stops it
+            with processes.own_stop_handlers():
+                signal.signal(signal.SIGTERM, lambda *a: sys.exit(signal.SIGTERM))
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1)
         assert signal.getsignal(signal.SIGTERM) is ours

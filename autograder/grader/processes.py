@@ -75,14 +75,20 @@ def sigterm_as_ctrl_c():
 def own_stop_handlers():
     """Keep this process's SIGTERM and Ctrl-C handlers across the ``with`` block: ``ray.init``
     in a driver replaces SIGTERM's with one that calls ``sys.exit`` (Ray's ``worker.py``), which
-    skips :func:`sigterm_as_ctrl_c`'s clean-up path and its exit code. (Found 2026-12-07: ``grade
-    --workers 2`` stopped by SIGTERM exited with code 15 and no "interrupted".)"""
+    skips :func:`sigterm_as_ctrl_c`'s clean-up path and its exit code; a SIGTERM that lands while
+    that handler is in place (inside ``ray.init``) leaves the block as a ``KeyboardInterrupt``,
+    as it would have without it. (Found 2026-12-07: ``grade --workers 2`` and ``serve --workers
+    2`` stopped by SIGTERM exited with code 15 and no "interrupted".)"""
     try:
         kept = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     except ValueError:
         kept = {}
     try:
         yield
+    except SystemExit as exc:
+        if exc.code == signal.SIGTERM and kept:
+            raise KeyboardInterrupt from exc
+        raise
     finally:
         for sig, handler in kept.items():
             if handler is not None:
