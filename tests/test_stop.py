@@ -69,7 +69,8 @@ def _stop_at(argv: list[str], delay_s: float, cwd: Path) -> str:
         pytest.fail(f"{argv[0]} still running {STOP_WITHIN_S} s after SIGTERM at {delay_s:.1f} s: {out[-2000:]}")
     took = time.monotonic() - stopped_at
     if not finished:
-        assert proc.returncode in (0, 130) and ("interrupted" in out or "stopped" in out), out[-2000:]
+        assert proc.returncode in (0, 130) and ("interrupted" in out or "stopped" in out), \
+            f"exit code {proc.returncode}: {out[-2000:]}"
     deadline = time.monotonic() + GONE_WITHIN_S
     while left := _marked(token):
         if time.monotonic() > deadline:

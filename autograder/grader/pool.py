@@ -43,13 +43,34 @@ def start(workers: int | None, address: str | None) -> None:
     quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False,
              "runtime_env": {"env_vars": {"PYTHONDONTWRITEBYTECODE": "1"}}}
     with own_stop_handlers():  # a SIGTERM still stops grade as Ctrl-C does, not as Ray's driver exits
-        if address:
-            ray.init(address=address, **quiet)
-            return
-        # tasks here ask for no CPU of Ray's accounting, so num_cpus only bounds the idle workers Ray keeps ready
-        with low_priority():  # this Ray's processes, and the workers it starts later, inherit it
-            ray.init(address="local", num_cpus=workers, resources={RESOURCE: workers},
-                     object_store_memory=100 * 2**20, **quiet)
+        try:
+            if address:
+                ray.init(address=address, **quiet)
+                return
+            # tasks here ask for no CPU of Ray's accounting, so num_cpus only bounds the idle workers Ray keeps ready
+            with low_priority():  # this Ray's processes, and the workers it starts later, inherit it
+                ray.init(address="local", num_cpus=workers, resources={RESOURCE: workers},
+                         object_store_memory=100 * 2**20, **quiet)
+        except BaseException:  # stopped (or failed) half-way through its start: nothing of this Ray runs on
+            _end_half_started()
+            raise
+
+
+def _end_half_started() -> None:
+    """After a ``ray.init`` cut short (a SIGTERM inside it): disconnect, and end the processes of
+    the local Ray it was starting -- this process's descendants that are Ray's -- which
+    ``ray.shutdown`` of a half-made connection may not know of (seen: its dashboard and
+    runtime-env agents ran on; and a driver that exited still connected aborted, code -6)."""
+    import ray
+
+    from . import processes
+
+    try:
+        ray.shutdown()
+    except Exception:  # a connection half made: what is left of it is ended below
+        pass
+    for pid in processes.ray_descendants():
+        processes.kill_tree(pid)
 
 
 LOW_NICE = 19

@@ -258,6 +258,11 @@ def not_ray(commands: list[str]) -> list[str]:
     return [c for c in commands if "ray::" not in c and "/ray/" not in c]
 
 
+def ray_descendants() -> list[int]:
+    """This process's live descendants that are Ray's own processes (a local Ray it started)."""
+    return [p for p in descendants() if not _zombie(p) and not not_ray([_command(p)])]
+
+
 def memory_bytes(pids) -> int:
     """Memory the processes ``pids`` use together: the sum of their proportional set sizes
     (shared pages, such as Ray's object store, split among the processes that map them), or of
