@@ -10,9 +10,12 @@ The builders write the objects a GPU-sharing policy needs on Kubernetes:
   its pod templates are validated as real Kubernetes pod templates, its own fields against
   what KubeRay documents (docs.ray.io "RayCluster Configuration"; the KubeRay sample
   ``ray-cluster.complete.yaml``);
-* Kueue ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` (``kueue.x-k8s.io/v1beta1``),
-  checked against the fields the Kueue docs use ("Administer cluster quotas", "Run A
-  RayCluster"); a RayCluster joins a LocalQueue through the ``kueue.x-k8s.io/queue-name`` label.
+* Kueue ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` (``kueue.x-k8s.io/v1beta2``: Kueue
+  0.15 serves it, 0.16 stores it and deprecates ``v1beta1``, which is to be dropped -- Kueue's
+  ``CHANGELOG/CHANGELOG-0.15.md`` and ``-0.16.md``; ``v1beta1`` is still accepted here, as a current
+  Kueue still serves it), checked against the fields the Kueue docs use ("Administer cluster
+  quotas", "Run A RayCluster"); a RayCluster joins a LocalQueue through the
+  ``kueue.x-k8s.io/queue-name`` label.
 
 :func:`validate` raises :class:`ManifestError` with one line: ``Kind/name: where: what``.
 Nothing here talks to a cluster.
@@ -26,7 +29,8 @@ K8S_VERSION = "1.33"          # the Kubernetes schema version manifests are vali
 GPU = "nvidia.com/gpu"        # the NVIDIA device plugin's extended resource
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUBERAY_API = "ray.io/v1"
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"   # Kueue's storage version from 0.16
+KUEUE_API_DEPRECATED = "kueue.x-k8s.io/v1beta1"  # still served (deprecated) by a current Kueue
 CORE_KINDS = ("Namespace", "ResourceQuota", "LimitRange", "Pod", "PodTemplate", "ConfigMap", "Service")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # RFC 1123 label: namespaces, most names
 
@@ -335,7 +339,7 @@ def _quantity(value) -> bool:
 
 def _kueue(obj) -> None:
     kind = obj["kind"]
-    if obj.get("apiVersion") not in (KUEUE_API, "kueue.x-k8s.io/v1beta2"):
+    if obj.get("apiVersion") not in (KUEUE_API, KUEUE_API_DEPRECATED):
         _fail(obj, "apiVersion", f"expected {KUEUE_API!r}, got {obj.get('apiVersion')!r}")
     _meta(obj, namespaced=kind == "LocalQueue")
     if kind == "ResourceFlavor":

@@ -18,6 +18,7 @@ validated too and read field by field, for namespaces and GPU counts drawn per r
 
 from __future__ import annotations
 
+import statistics
 import string
 from typing import TYPE_CHECKING
 
@@ -160,6 +161,58 @@ def groups_enforced(session):
 
 _overhead_tiers("groups", ("groups-overhead-tier1", "groups-overhead-tier2"), T.groups_overhead_tiers,
                 "placement-group quotas")
+
+
+# ---------------------------------------------------------------- lending within a cohort
+
+def lending_policy(side: Learner) -> dict:
+    """A side's lending policy (``lending_policy(quotas)``), checked: each tenant's nominal quota is
+    its quota, and its borrowing limit a whole number ≥ 0 or None (no limit)."""
+    got = side.call("lending_policy", dict(QUOTAS), what="lending_policy(quotas)", returns="json")
+    if not isinstance(got, dict) or set(got) != set(QUOTAS):
+        raise AssertionError(f"lending_policy(quotas) returned {str(got)[:80]}; expected one entry per tenant "
+                             f"{sorted(QUOTAS)}")
+    out = {}
+    for t, q in QUOTAS.items():
+        entry = got[t]
+        if not isinstance(entry, dict) or set(entry) - {"nominal", "borrowing_limit"}:
+            raise AssertionError(f"lending_policy(quotas)[{t!r}] is {str(entry)[:60]}; expected "
+                                 "{'nominal': ..., 'borrowing_limit': ...}")
+        nominal, limit = entry.get("nominal"), entry.get("borrowing_limit")
+        if nominal != q or isinstance(nominal, bool):
+            raise AssertionError(f"lending_policy(quotas)[{t!r}]['nominal'] is {nominal!r}; a cohort lends unused "
+                                 f"nominal quota, and tenant {t}'s is its quota, {q}")
+        if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0):
+            raise AssertionError(f"lending_policy(quotas)[{t!r}]['borrowing_limit'] is {limit!r}; expected a whole "
+                                 "number ≥ 0, or None for no limit")
+        out[t] = {"nominal": nominal, "borrowing_limit": limit}
+    return out
+
+
+def _cohort(session: Session):
+    """Fixed quotas, the learner's lending policy and the reference's, replayed side by side."""
+    class Recovered(dict):
+        ratio = property(lambda self: self["recovered_vs_reference"])
+
+    m = session.reference.kit.measure_cohort(lending_policy(session.learner), lending_policy(session.reference),
+                                             what="replaying bursty demand under your lending policy",
+                                             timeout_s=300)
+    med = {k: statistics.median(v) for k, v in m["idle"].items()}
+    best = med["fixed"] - med["reference"]
+    m["median"] = med
+    m["recovered_vs_reference"] = (med["fixed"] - med["learner"]) / best if best > 0 else 0.0
+    return Recovered(m)
+
+
+def _cohort_explain(m, need):
+    med = m["median"]
+    return (f"lending: under bursty demand fixed quotas left {med['fixed']:.0%} of the pool idle while work waited, "
+            f"your policy {med['learner']:.0%}, the reference cohort {med['reference']:.0%} (median of "
+            f"{T.cohort_rounds} interleaved rounds): yours recovered {m['ratio']:.2f}x what the reference did; this "
+            f"tier needs ≥ {need:.2f}x")
+
+
+tiers(LAB, ("cohort-recovers",), T.cohort_tiers, _cohort, _cohort_explain)
 
 
 # ---------------------------------------------------------------- a ResourceQuota by hand
@@ -336,7 +389,9 @@ def calibrate(session: Session) -> list[str]:
     # a session like this one (its class: checks import nothing of the grader's at run time)
     leaky = type(session)(session.lab, learner=Learner(namespace={**session.answers(), "resource_options": _no_quota}))
     none = _measured(leaky, "resources")
-    return [f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
+    co = _cohort(session)
+    return [f"lending (bursty demand): idle fraction {_rounded(co['median'])}, waits {co['waits']}",
+            f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
             f"placement groups: peaks {pg['peaks']}, overhead {pg['overhead']:.2f}",
             f"isolation vs the reference policy, side by side: the reference {_rounded(cr['isolation_vs_reference'])}, "
             f"no quota at all {_rounded(none['isolation_vs_reference'])} (isolation {_rounded(none['isolation'])}; "

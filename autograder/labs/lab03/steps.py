@@ -231,3 +231,25 @@ def _measure(go, none, beside=None) -> dict:
         out["reference_isolation"] = {t: statistics.median(v) for t, v in ref_iso.items() if v}
         out["isolation_vs_reference"] = {t: statistics.median(v) if v else 0.0 for t, v in vs_ref.items()}
     return out
+
+
+@step
+def measure_cohort(policy: dict, reference: dict) -> dict:
+    """Reference-process side: bursty demand (:func:`course.tenancy.bursty`) replayed under fixed
+    quotas, the learner's lending ``policy`` and the ``reference`` cohort, interleaved, on the
+    grader's Ray (every kernel takes one unit of :data:`POOL`): each one's GPU-time idle while
+    work waited for admission, as a fraction of the pool's GPU-time, and each tenant's mean wait."""
+    _start(None)
+    sides = {"fixed": tenancy.fixed(QUOTAS), "learner": policy, "reference": reference}
+    got = {k: [] for k in sides}
+    waits = {k: {} for k in sides}
+    for rnd in range(T.cohort_rounds):
+        for kind in (list(sides) if rnd % 2 == 0 else list(sides)[::-1]):
+            try:
+                r = tenancy.replay(sides[kind], tenancy.bursty(QUOTAS), pool=T.pool, options=_pooled({}),
+                                   drain_timeout_s=T.drain_timeout_s)
+            except TimeoutError as exc:
+                raise AssertionError(f"replaying the bursty demand failed: {exc}") from None
+            got[kind].append(r.idle_fraction())
+            waits[kind] = {t: round(r.wait(t), 3) for t in QUOTAS}
+    return {"idle": got, "waits": waits}
