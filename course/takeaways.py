@@ -189,6 +189,19 @@ def lab03(numbers: Mapping) -> list[str]:
         out.append(s)
     else:
         out.append("The cost of quotas that cannot lend " + _run("exercise 3's cells"))
+    partial, started = d.get("gang_partial_gpus"), d.get("gang_started")
+    if isinstance(partial, dict) and isinstance(started, dict) and all(
+            isinstance(x.get(k), (int, float)) for x in (partial, started) for k in ("actors", "placement groups")):
+        s = (f"Two jobs needing more GPUs together than were free: placed an actor at a time, "
+             f"{started['actors']:.0f} of 2 started and {partial['actors']:.0f} GPUs sat in jobs that could not; as "
+             f"placement groups {started['placement groups']:.0f} of 2 started")
+        if partial["placement groups"] == 0 and partial["actors"] > 0:
+            s += ", with no GPU held by a job that waited: all or nothing."
+        elif partial["placement groups"] == 0:
+            s += " and no GPU was held by a job that waited."
+        else:
+            s += f", yet a waiting group held {partial['placement groups']:.0f} bundles."
+        out.append(s)
     return out
 
 

@@ -372,3 +372,92 @@ def replay(limits: dict, schedule: list, *, pool: int = POOL, kernel_s: float = 
             held[t] -= 1
             out.records.append((t, a, m, s, e))
     return out
+
+
+# ---------------------------------------------------------------- gang scheduling: all or nothing
+
+@ray.remote(num_cpus=0)
+class Member:
+    """One worker of a job that needs several GPUs at once (the harness adds ``num_gpus=1``)."""
+
+    def ready(self) -> bool:
+        return True
+
+
+def _block(free: int):
+    """A placement group holding every available GPU but ``free``: the pool the jobs compete for."""
+    from ray.util import placement_group
+
+    deadline = time.monotonic() + 10.0  # a Ray just started reports its resources a moment later
+    while ray.available_resources().get("GPU", 0) < free and time.monotonic() < deadline:
+        time.sleep(0.05)
+    extra = int(ray.available_resources().get("GPU", 0)) - free
+    if extra < 0:
+        raise ValueError(f"only {extra + free} GPUs available; {free} wanted")
+    if extra == 0:
+        return None
+    pg = placement_group([{"GPU": 1}] * extra)
+    ray.get(pg.ready(), timeout=30)
+    return pg
+
+
+def piecemeal(*, jobs: int = 2, k: int = 4, free: int = 6, timeout_s: float = 3.0) -> dict:
+    """``jobs`` jobs of ``k`` one-GPU actors each, created one at a time and interleaved, on
+    ``free`` GPUs (fewer than jobs × k). After ``timeout_s``: the GPUs the actors held (Ray's own
+    accounting: free GPUs minus those still available), how many of each job's actors were up,
+    and which jobs had all ``k`` (could start). The actors are killed afterwards."""
+    blocker = _block(free)
+    members = {j: [] for j in range(jobs)}
+    try:
+        for _ in range(k):
+            for j in range(jobs):
+                members[j].append(Member.options(num_gpus=1).remote())
+        refs = {m.ready.remote(): j for j, ms in members.items() for m in ms}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+        up = {j: sum(1 for r in ready if refs[r] == j) for j in members}
+        held = free - int(ray.available_resources().get("GPU", 0))
+        return {"held_gpus": held, "up": up, "started": [j for j, n in up.items() if n == k], "k": k,
+                "free": free, "waited_s": timeout_s}
+    finally:
+        for ms in members.values():
+            for m in ms:
+                ray.kill(m)
+        remove_groups([blocker] if blocker else [])
+
+
+def gang(make_group, *, jobs: int = 2, k: int = 4, free: int = 6, work_s: float = 0.3,
+         timeout_s: float = 10.0, poll_s: float = 0.01) -> dict:
+    """``jobs`` jobs of ``k`` GPUs each as placement groups from ``make_group(k)``, all submitted
+    at once on ``free`` GPUs. Read from Ray's placement-group table every ``poll_s``: when each
+    group was CREATED (its job then "runs", a sleep of ``work_s``, emulated, and releases it),
+    and the most bundles a group not yet CREATED held on a node while it held fewer than ``k``
+    (a partial hold; Ray prepares all of a group's bundles before it commits them)."""
+    blocker = _block(free)
+    t0 = time.perf_counter()
+    groups = [make_group(k) for _ in range(jobs)]
+    created: dict = {}
+    partial = 0
+    states: dict = {}
+    try:
+        while len(created) < jobs and time.perf_counter() - t0 < timeout_s:
+            now = time.perf_counter() - t0
+            for j, g in enumerate(groups):
+                if j in created:
+                    if created[j] + work_s <= now and states.get(j) != "REMOVED":
+                        remove_groups([g])
+                        states[j] = "REMOVED"
+                    continue
+                info = ray.util.placement_group_table(g)
+                states[j] = info.get("state")
+                placed = sum(1 for n in (info.get("bundles_to_node_id") or {}).values() if n)
+                if info.get("state") == "CREATED":
+                    created[j] = now
+                elif placed < len(info.get("bundles") or {}):
+                    partial = max(partial, placed)
+            time.sleep(poll_s)
+        order = sorted(created, key=created.get)
+        return {"k": k, "free": free, "created_s": [round(created[j], 3) for j in order],
+                "started": len(created), "partial_bundles": partial,
+                "strategy": ray.util.placement_group_table(groups[0]).get("strategy") if groups else None}
+    finally:
+        remove_groups(groups + ([blocker] if blocker else []))

@@ -237,3 +237,18 @@ def test_lab03_shared_pool_wait_is_named_only_when_measured_longer():
 def test_lab03_uneven_demand_missing_says_what_to_run():
     got = bullet("03_quotas", "The cost of quotas", with_("03_quotas", idle_fraction_fixed=None))
     assert got == "The cost of quotas that cannot lend not measured yet: run exercise 3's cells and this cell again"
+
+
+@pytest.mark.parametrize("partial, started, says", [
+    ({"actors": 6, "placement groups": 0}, {"actors": 0, "placement groups": 2},
+     "placed an actor at a time, 0 of 2 started and 6 GPUs sat in jobs that could not; as placement groups 2 of 2 "
+     "started, with no GPU held by a job that waited: all or nothing."),
+    ({"actors": 0, "placement groups": 0}, {"actors": 2, "placement groups": 2},
+     "as placement groups 2 of 2 started and no GPU was held by a job that waited."),
+    ({"actors": 6, "placement groups": 3}, {"actors": 0, "placement groups": 1},
+     "as placement groups 1 of 2 started, yet a waiting group held 3 bundles."),
+])
+def test_lab03_gang_bullet_follows_the_holds(partial, started, says):
+    got = bullet("03_quotas", "Two jobs", with_("03_quotas", gang_partial_gpus=partial, gang_started=started))
+    assert got.endswith(says), got
+    assert all(not b.startswith("Two jobs") for b in takeaways.bullets("03_quotas", FULL))

@@ -208,11 +208,54 @@ def _cohort_explain(m, need):
     med = m["median"]
     return (f"lending: under bursty demand fixed quotas left {med['fixed']:.0%} of the pool idle while work waited, "
             f"your policy {med['learner']:.0%}, the reference cohort {med['reference']:.0%} (median of "
-            f"{T.cohort_rounds} interleaved rounds): yours recovered {m['ratio']:.2f}x what the reference did; this "
+            f"{T.cohort_rounds} interleaved rounds): yours recovered {m.ratio:.2f}x what the reference did; this "
             f"tier needs ≥ {need:.2f}x")
 
 
 tiers(LAB, ("cohort-recovers",), T.cohort_tiers, _cohort, _cohort_explain)
+
+
+# ---------------------------------------------------------------- gang scheduling
+
+def _gang(session: Session) -> dict:
+    """The learner's gang group for a k drawn per run, and two of them racing on 2k - 2 GPUs,
+    measured from the placement-group table of the grader's Ray."""
+    def run():
+        k = session.rng(17).choice(T.gang_sizes)
+        spec = session.learner.kit.gang_spec(named("gang_group"), k, what=f"gang_group({k})",
+                                             timeout_s=session.call_timeout_s + T.pg_ready_timeout_s)
+        bundles = spec.get("bundles") if isinstance(spec, dict) else None
+        if not (isinstance(bundles, list) and len(bundles) == k
+                and all(isinstance(b, dict) and b.get("GPU") == 1 for b in bundles)):
+            raise AssertionError(f"gang_group({k}) reserves bundles {str(bundles)[:80]}; expected {k} bundles of "
+                                 "one GPU each")
+        got = session.reference.kit.measure_gang(spec, k, what="two gangs racing for the GPUs",
+                                                 timeout_s=T.gang_timeout_s + 120)
+        return {"k": k, "spec": spec, **got}
+    return session.memo("gang", run)
+
+
+@register(LAB, "gang-all-or-nothing")
+def gang_all_or_nothing(session):
+    """Two gangs of k GPUs on 2k - 2 free GPUs: the waiting one holds no bundle, and both start."""
+    m = _gang(session)
+    if m["partial_bundles"]:
+        raise AssertionError(f"a gang of {m['k']} GPUs held {m['partial_bundles']} of its bundles while it waited "
+                             f"(Ray's placement-group table): a partial hold")
+    if m["started"] < 2:
+        raise AssertionError(f"two gangs of {m['k']} GPUs on {m['free']} free GPUs: {m['started']} of 2 started within "
+                             f"{T.gang_timeout_s:g} s")
+    return (f"gangs of {m['k']} on {m['free']} GPUs: created at {m['created_s']} s, no bundle held while waiting "
+            "(placement-group table)")
+
+
+@register(LAB, "gang-one-node")
+def gang_one_node(session):
+    """The gang's placement group keeps all its bundles on one node (STRICT_PACK)."""
+    strategy = _gang(session)["spec"].get("strategy")
+    if strategy != "STRICT_PACK":
+        raise AssertionError(f"gang_group's placement group has strategy {strategy!r} (Ray's placement-group table); "
+                             "a job whose GPUs talk over NVLink needs them all on one node: STRICT_PACK")
 
 
 # ---------------------------------------------------------------- a ResourceQuota by hand

@@ -253,3 +253,38 @@ def measure_cohort(policy: dict, reference: dict) -> dict:
             got[kind].append(r.idle_fraction())
             waits[kind] = {t: round(r.wait(t), 3) for t in QUOTAS}
     return {"idle": got, "waits": waits}
+
+
+# ---------------------------------------------------------------- gang scheduling
+
+@step
+def gang_spec(gang_group, k: int) -> dict:
+    """Kernel side: the learner's placement group for a job of ``k`` GPUs, as plain data: its
+    bundles and strategy read from Ray's placement-group table; the group is removed again."""
+    import ray
+    from ray.util.placement_group import PlacementGroup
+
+    if not (ray.is_initialized() and ray.available_resources().get("GPU", 0) >= k):  # else: no restart
+        tenancy.start(tenancy.tenant_resources(None) if ray.is_initialized() else None, warm=False)
+    group = gang_group(k)
+    try:
+        if not isinstance(group, PlacementGroup):
+            raise AssertionError(f"gang_group({k}) returned {type(group).__name__}, not a placement group")
+        ready, _ = ray.wait([group.ready()], timeout=T.pg_ready_timeout_s)
+        if not ready:
+            raise AssertionError(f"gang_group({k})'s placement group was not ready within {T.pg_ready_timeout_s:g} s")
+        info = ray.util.placement_group_table(group)
+        return {"bundles": [dict(b) for _, b in sorted(info["bundles"].items())], "strategy": info["strategy"]}
+    finally:
+        tenancy.remove_groups([group])
+
+
+@step
+def measure_gang(spec: dict, k: int) -> dict:
+    """Reference-process side: two jobs of ``k`` GPUs, each a placement group made from ``spec``,
+    submitted at once on ``2k - 2`` free GPUs of the grader's Ray (:func:`course.tenancy.gang`)."""
+    from ray.util import placement_group
+
+    _start(None)
+    return tenancy.gang(lambda n: placement_group(spec["bundles"], strategy=spec["strategy"]), jobs=2, k=k,
+                        free=2 * k - 2, work_s=T.gang_work_s, timeout_s=T.gang_timeout_s)

@@ -34,6 +34,11 @@ def lending_policy(quotas):
     return {t: {"nominal": q, "borrowing_limit": None} for t, q in quotas.items()}
 
 
+def gang_group(k):
+    """A job of ``k`` GPUs: all ``k`` one-GPU bundles or none, all on one node."""
+    return placement_group([{"GPU": 1}] * k, strategy="STRICT_PACK")
+
+
 def gpu_quota_by_hand(namespace, gpus):
     """A ResourceQuota capping ``namespace``'s GPU requests at ``gpus``, written out field by field."""
     return {
