@@ -10,7 +10,12 @@ GPU, so the peak GPUs per tenant, the throughput and the latency are measured wh
 code never runs. Each tenant floods alone once (a leaking quota shows), the noisy tenant
 floods while the others keep their quota busy (isolation, against their solo throughput,
 interleaved), and everyone saturates the pool with and without the quota (overhead,
-interleaved A B B A). Manifests are validated against the Kubernetes schemas
+interleaved A B B A). Under bursty demand (``course.tenancy.bursty``) the learner's lending policy --
+plain data: each tenant's nominal quota and borrowing limit -- is replayed beside fixed quotas and
+the reference cohort (GPU-time idle while work waited for admission, from the grader's kernels'
+stamps). The learner's gang placement group is read as plain data (bundles, strategy) from Ray's
+table in the kernel, made twice on the grader's Ray with fewer GPUs free than both need, and
+judged from that Ray's placement-group table. Manifests are validated against the Kubernetes schemas
 (``kubernetes-validate``) and the KubeRay/Kueue fields, for the course's quotas and for a
 second split of the pool drawn per run; the one ResourceQuota the learner writes by hand is
 validated too and read field by field, for namespaces and GPU counts drawn per run.
