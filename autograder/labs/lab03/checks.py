@@ -445,4 +445,4 @@ def calibrate(session: Session) -> list[str]:
             f"no quota at all {_rounded(none['isolation_vs_reference'])} (isolation {_rounded(none['isolation'])}; "
             f"the reference's beside it {_rounded(none['reference_isolation'])})",
             f"tiers: isolation ≥ {T.isolation_min}x the reference's, overhead {T.overhead_tiers}, "
-            f"groups {T.groups_overhead_tiers}"]
+            f"groups {T.groups_overhead_tiers}, cohort {T.cohort_tiers}"]
