@@ -384,28 +384,27 @@ class Member:
         return True
 
 
-def _block(free: int):
-    """A placement group holding every available GPU but ``free``: the pool the jobs compete for."""
+def _block(free: int, timeout_s: float = 60.0):
+    """A placement group holding every GPU of the cluster but ``free``: the pool the jobs compete
+    for. Sized from the cluster's total (``ray.available_resources`` lags behind work just done)
+    and ready only once that many GPUs are actually free."""
     from ray.util import placement_group
 
-    deadline = time.monotonic() + 10.0  # a Ray just started reports its resources a moment later
-    while ray.available_resources().get("GPU", 0) < free and time.monotonic() < deadline:
-        time.sleep(0.05)
-    extra = int(ray.available_resources().get("GPU", 0)) - free
+    extra = int(ray.cluster_resources().get("GPU", 0)) - free
     if extra < 0:
-        raise ValueError(f"only {extra + free} GPUs available; {free} wanted")
+        raise ValueError(f"the cluster has only {extra + free} GPUs; {free} wanted")
     if extra == 0:
         return None
     pg = placement_group([{"GPU": 1}] * extra)
-    ray.get(pg.ready(), timeout=30)
+    ray.get(pg.ready(), timeout=timeout_s)
     return pg
 
 
 def piecemeal(*, jobs: int = 2, k: int = 4, free: int = 6, timeout_s: float = 3.0) -> dict:
     """``jobs`` jobs of ``k`` one-GPU actors each, created one at a time and interleaved, on
-    ``free`` GPUs (fewer than jobs × k). After ``timeout_s``: the GPUs the actors held (Ray's own
-    accounting: free GPUs minus those still available), how many of each job's actors were up,
-    and which jobs had all ``k`` (could start). The actors are killed afterwards."""
+    ``free`` GPUs (fewer than jobs × k). After ``timeout_s``: how many of each job's actors were
+    up (each holding its GPU: Ray started it), the GPUs they held, and which jobs had all ``k``
+    (could start). The actors are killed afterwards."""
     blocker = _block(free)
     members = {j: [] for j in range(jobs)}
     try:
@@ -415,8 +414,7 @@ def piecemeal(*, jobs: int = 2, k: int = 4, free: int = 6, timeout_s: float = 3.
         refs = {m.ready.remote(): j for j, ms in members.items() for m in ms}
         ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
         up = {j: sum(1 for r in ready if refs[r] == j) for j in members}
-        held = free - int(ray.available_resources().get("GPU", 0))
-        return {"held_gpus": held, "up": up, "started": [j for j, n in up.items() if n == k], "k": k,
+        return {"held_gpus": sum(up.values()), "up": up, "started": [j for j, n in up.items() if n == k], "k": k,
                 "free": free, "waited_s": timeout_s}
     finally:
         for ms in members.values():
