@@ -10,9 +10,13 @@ The builders write the objects a GPU-sharing policy needs on Kubernetes:
   its pod templates are validated as real Kubernetes pod templates, its own fields against
   what KubeRay documents (docs.ray.io "RayCluster Configuration"; the KubeRay sample
   ``ray-cluster.complete.yaml``);
-* Kueue ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` (``kueue.x-k8s.io/v1beta1``),
-  checked against the fields the Kueue docs use ("Administer cluster quotas", "Run A
-  RayCluster"); a RayCluster joins a LocalQueue through the ``kueue.x-k8s.io/queue-name`` label.
+* Kueue ``ResourceFlavor``, ``ClusterQueue`` and ``LocalQueue`` (``kueue.x-k8s.io/v1beta2``: Kueue
+  0.15 serves it, 0.16 stores it and deprecates ``v1beta1``, which is to be dropped -- Kueue's
+  ``CHANGELOG/CHANGELOG-0.15.md`` and ``-0.16.md``; ``v1beta1`` is still accepted here, as a current
+  Kueue still serves it), checked against Kueue's own v1beta2 CRD schemas (strict:
+  :mod:`course.kueue_schema`) and the fields the Kueue docs use ("Administer cluster quotas",
+  "Run A RayCluster"); a RayCluster joins a LocalQueue through the
+  ``kueue.x-k8s.io/queue-name`` label.
 
 :func:`validate` raises :class:`ManifestError` with one line: ``Kind/name: where: what``.
 Nothing here talks to a cluster.
@@ -26,7 +30,8 @@ K8S_VERSION = "1.33"          # the Kubernetes schema version manifests are vali
 GPU = "nvidia.com/gpu"        # the NVIDIA device plugin's extended resource
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUBERAY_API = "ray.io/v1"
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"   # Kueue's storage version from 0.16
+KUEUE_API_DEPRECATED = "kueue.x-k8s.io/v1beta1"  # still served (deprecated) by a current Kueue
 CORE_KINDS = ("Namespace", "ResourceQuota", "LimitRange", "Pod", "PodTemplate", "ConfigMap", "Service")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # RFC 1123 label: namespaces, most names
 
@@ -333,11 +338,41 @@ def _quantity(value) -> bool:
         isinstance(value, str) and re.fullmatch(r"[0-9]+(\.[0-9]+)?([KMGTPE]i?|[mkMGTPE])?", value) is not None)
 
 
+def _strict(schema):
+    """A CRD schema in which an object that names its properties allows no others."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _strict(v) for k, v in schema.items()}
+    if ("properties" in out and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")):
+        out["additionalProperties"] = False
+    return out
+
+
+def _kueue_schema(obj) -> None:
+    """``obj`` against Kueue's own v1beta2 CRD schema (:mod:`course.kueue_schema`), strictly."""
+    import jsonschema
+
+    from .kueue_schema import SCHEMAS
+
+    schema = _strict(SCHEMAS[obj["kind"]])
+    schema["properties"]["metadata"] = {"type": "object"}  # checked by _meta
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
+    if errors:
+        err = errors[0]
+        _fail(obj, ".".join(str(p) for p in err.path) or "(top level)",
+              f"{err.message.splitlines()[0]} (Kueue's {KUEUE_API} schema)")
+
+
 def _kueue(obj) -> None:
     kind = obj["kind"]
-    if obj.get("apiVersion") not in (KUEUE_API, "kueue.x-k8s.io/v1beta2"):
+    if obj.get("apiVersion") not in (KUEUE_API, KUEUE_API_DEPRECATED):
         _fail(obj, "apiVersion", f"expected {KUEUE_API!r}, got {obj.get('apiVersion')!r}")
     _meta(obj, namespaced=kind == "LocalQueue")
+    if obj["apiVersion"] == KUEUE_API:
+        _kueue_schema(obj)
     if kind == "ResourceFlavor":
         return
     spec = _need(obj, obj, "spec", "", dict)

@@ -51,7 +51,13 @@ The keys each lab may save, with their unit and meaning (:data:`SCHEMA`):
     (fraction: one wave of emulated kernels as a share of the flood and solo runs' window,
     kernel_s / window_s); ``overhead_resolution``
     (fraction: one wave of emulated kernels as a share of the saturated runs' window,
-    kernel_s / window_s: the smallest throughput change one run can show).
+    kernel_s / window_s: the smallest throughput change one run can show);
+    ``idle_fraction_fixed`` / ``idle_fraction_cohort`` / ``idle_fraction_shared`` (fraction: under
+    bursty demand, GPU-time idle while work waited over the pool's GPU-time, for fixed quotas,
+    borrowing within a cohort and one shared pool), ``wait_s`` (dict: policy -> tenant -> mean
+    seconds from a kernel's arrival to its start); ``gang_partial_gpus`` / ``gang_started``
+    (dict: "actors" or "placement groups" -> GPUs held by jobs that could not start / jobs that
+    started, two jobs of k GPUs on 2k - 2 free GPUs).
 ``04_data_affinity``
     ``nodes`` (int: nodes of the emulated cluster), ``input_bytes`` (bytes processed per run),
     ``locality_fraction`` (fraction of bytes processed where they lay, pinned actors (c)),
@@ -132,6 +138,12 @@ SCHEMA: dict[str, dict[str, str]] = {
         "isolation_quota": "ratio — the same with custom-resource quotas",
         "isolation_resolution": "fraction — one wave of kernels / the flood and solo runs' window (kernel_s / window_s)",
         "overhead_resolution": "fraction — one wave of kernels / the saturated runs' window (kernel_s / window_s)",
+        "idle_fraction_fixed": "fraction — GPU-time idle while work waited / the pool's GPU-time, bursty demand, fixed quotas",
+        "idle_fraction_cohort": "fraction — the same, borrowing within a cohort (Kueue's model, emulated)",
+        "idle_fraction_shared": "fraction — the same, one shared pool, first come first served",
+        "wait_s": "dict policy -> dict tenant -> mean seconds a kernel waited from arrival to start, bursty demand",
+        "gang_partial_gpus": "dict way -> GPUs held by jobs that could not start (two jobs of k GPUs on 2k - 2)",
+        "gang_started": "dict way -> jobs of the two that started (actors one at a time: within the wait; groups)",
     },
     "04_data_affinity": {
         "nodes": "int — nodes of the emulated cluster",

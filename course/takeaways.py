@@ -171,17 +171,48 @@ def lab03(numbers: Mapping) -> list[str]:
                       if not over else f"{', '.join(over)} went over."))
     ratio, step = _num(d, "quota_throughput_ratio"), _num(d, "overhead_resolution")
     if ratio is not None:
-        s = f"The quotas' cost on a saturated pool: {(1 - ratio) * 100:+.0f} % of throughput"
+        s = (f"Scheduling overhead at balanced saturation (every tenant wanting twice its quota): "
+             f"{(1 - ratio) * 100:+.0f} % of throughput")
         if step is not None:
-            s += (f", measured in steps of {step * 100:.0f} % (one wave of kernels), next to the claimed "
-                  f"{CLAIMED_OVERHEAD * 100:.0f} %")
+            s += f", measured in steps of {step * 100:.0f} % (one wave of kernels)"
+        groups = _num(d, "quota_throughput_ratio_groups")
+        if groups is not None:
+            s += f"; placement groups {(1 - groups) * 100:+.0f} %"
         out.append(s + ".")
     else:
         out.append("Quota overhead " + _run("exercise 1's cells"))
-    groups = _num(d, "quota_throughput_ratio_groups")
-    if groups is not None:
-        out.append(f"Placement groups: {(1 - groups) * 100:+.0f} % of saturated throughput, and their reserved "
-                   "GPUs sit idle when their tenant has no work.")
+    fixed, cohort = _num(d, "idle_fraction_fixed"), _num(d, "idle_fraction_cohort")
+    if fixed is not None and cohort is not None:
+        s = (f"Under bursty demand fixed quotas left {fixed * 100:.0f} % of the pool's GPU-time idle while work "
+             f"waited (the claim: {CLAIMED_OVERHEAD * 100:.0f} % overhead), borrowing in a cohort {cohort * 100:.0f} %")
+        if fixed > 0 and cohort < fixed:
+            s += f": lending recovered {(1 - cohort / fixed) * 100:.0f} % of what quotas that cannot lend cost."
+        else:
+            s += ": lending recovered none of it in this run."
+        waits = d.get("wait_s")
+        if isinstance(waits, dict) and all(isinstance(waits.get(k), dict) for k in ("shared pool", "cohort (yours)")):
+            late = [t for t in sorted(waits["cohort (yours)"]) if isinstance(waits["shared pool"].get(t), (int, float))
+                    and isinstance(waits["cohort (yours)"][t], (int, float))
+                    and waits["shared pool"][t] > waits["cohort (yours)"][t]]
+            if late:
+                s += (f" In one shared pool tenant{'s' if len(late) > 1 else ''} {', '.join(late)} waited longer than "
+                      "in the cohort: first come, first served lets a burst queue ahead of them.")
+        out.append(s)
+    else:
+        out.append("The cost of quotas that cannot lend " + _run("exercise 3's cells"))
+    partial, started = d.get("gang_partial_gpus"), d.get("gang_started")
+    if isinstance(partial, dict) and isinstance(started, dict) and all(
+            isinstance(x.get(k), (int, float)) for x in (partial, started) for k in ("actors", "placement groups")):
+        s = (f"Two jobs needing more GPUs together than were free: placed an actor at a time, "
+             f"{started['actors']:.0f} of 2 started and {partial['actors']:.0f} GPUs sat in jobs that could not; as "
+             f"placement groups {started['placement groups']:.0f} of 2 started")
+        if partial["placement groups"] == 0 and partial["actors"] > 0:
+            s += ", with no GPU held by a job that waited: all or nothing."
+        elif partial["placement groups"] == 0:
+            s += " and no GPU was held by a job that waited."
+        else:
+            s += f", yet a waiting group held {partial['placement groups']:.0f} bundles."
+        out.append(s)
     return out
 
 

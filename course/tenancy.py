@@ -34,6 +34,7 @@ POOL = 16                                # logical GPUs in the shared pool
 QUOTAS = {"a": 8, "b": 4, "c": 4}        # each tenant's share; they sum to the pool
 NOISY = "a"                              # the tenant that floods
 KERNEL_S = 0.2                           # the emulated kernel's duration (seconds)
+BURST_KERNEL_S = 0.25                    # the emulated kernel of :func:`replay` (uneven demand)
 ALLOWED_OPTIONS = ("resources", "scheduling_strategy")
 
 
@@ -238,3 +239,223 @@ def remove_groups(groups) -> None:
             remove_placement_group(pg)
         except Exception:  # noqa: BLE001 -- already removed, or not a placement group
             pass
+
+
+# ---------------------------------------------------------------- uneven demand: what fixed quotas cost
+#
+# Kueue's model of sharing (its docs, *Cluster Queue*: "cohort", "borrowingLimit"): each tenant's
+# ClusterQueue has a nominal quota; queues in one cohort lend the quota they do not use, and a
+# tenant below its nominal quota gets the next free GPU before any borrower (reclaimed on
+# release; Kueue can also preempt borrowed workloads). Ray has no such admission: :func:`replay`
+# emulates it in the driver -- a kernel is submitted to Ray only once admitted -- so the three
+# policies below differ only in their limits, on the same Ray, with the same kernels.
+
+def bursty(quotas: dict = QUOTAS) -> list[tuple[float, str, int]]:
+    """Uneven demand, times in kernels: ``(arrival, tenant, kernels)``, one burst per tenant.
+
+    The largest tenant bursts 4 × its quota at once; the next arrives one kernel later with 3 ×
+    its quota, the last two kernels later with 2 × its quota. With fixed quotas all three finish
+    after 4 kernels, and until the others arrive their GPUs sit idle while the first one's
+    kernels wait.
+    """
+    order = sorted(quotas, key=lambda t: (-quotas[t], t))
+    plan = [(0.0, 4), (1.0, 3), (2.0, 2)]
+    return [(at, t, quotas[t] * n) for t, (at, n) in zip(order, plan)]
+
+
+def fixed(quotas: dict = QUOTAS) -> dict:
+    """Fixed quotas: each tenant holds at most its quota, lends nothing (custom resources, groups)."""
+    return {t: {"nominal": q, "borrowing_limit": 0} for t, q in quotas.items()}
+
+
+def shared(quotas: dict = QUOTAS, pool: int = POOL) -> dict:
+    """One shared pool, first come first served: no tenant has a guaranteed share."""
+    return {t: {"nominal": 0, "borrowing_limit": pool} for t in quotas}
+
+
+def cohort(quotas: dict = QUOTAS, borrowing_limit: int | None = None) -> dict:
+    """Kueue's cohort: nominal quotas, unused quota lent (up to ``borrowing_limit``, None: any)."""
+    return {t: {"nominal": q, "borrowing_limit": borrowing_limit} for t, q in quotas.items()}
+
+
+@dataclass
+class Replay:
+    """What :func:`replay` saw: per kernel ``(tenant, arrived, admitted, started, ended)``, wall-clock
+    seconds (arrival and admission stamped by the driver, start and end by the kernel itself)."""
+
+    pool: int
+    kernel_s: float
+    records: list = field(default_factory=list)
+
+    def _span(self):
+        return min(r[1] for r in self.records), max(r[-1] for r in self.records)
+
+    def makespan(self) -> float:
+        """Seconds from the first arrival to the last kernel's end."""
+        lo, hi = self._span()
+        return hi - lo
+
+    def idle_while_waiting(self) -> float:
+        """GPU-seconds a GPU sat idle while a kernel that had arrived waited for admission: the
+        integral over time of min(idle GPUs, kernels not yet admitted), idle GPUs counted from the
+        kernels' own stamps. Ray's start-up of an admitted kernel is not counted: it is the same
+        for every policy, and this is the policy's cost."""
+        events = sorted({x for _, a, m, s, e in self.records for x in (a, m, s, e)})
+        lost = 0.0
+        for lo, hi in zip(events, events[1:]):
+            mid = (lo + hi) / 2
+            running = sum(1 for _, _, _, s, e in self.records if s <= mid < e)
+            waiting = sum(1 for _, a, m, _, _ in self.records if a <= mid < m)
+            lost += min(max(self.pool - running, 0), waiting) * (hi - lo)
+        return lost
+
+    def idle_fraction(self) -> float:
+        """:meth:`idle_while_waiting` over the pool's GPU-seconds of the run (pool × makespan)."""
+        span = self.makespan()
+        return self.idle_while_waiting() / (self.pool * span) if span > 0 else float("nan")
+
+    def wait(self, tenant: str) -> float:
+        """Mean seconds ``tenant``'s kernels waited from arrival to start."""
+        w = [s - a for t, a, _, s, _ in self.records if t == tenant]
+        return sum(w) / len(w) if w else float("nan")
+
+    def peak(self, tenant: str) -> int:
+        return _peak([(s, e) for t, _, _, s, e in self.records if t == tenant])
+
+
+def replay(limits: dict, schedule: list, *, pool: int = POOL, kernel_s: float = BURST_KERNEL_S,
+           options: dict | None = None, drain_timeout_s: float = 60.0) -> Replay:
+    """Run ``schedule`` (from :func:`bursty`; arrivals in kernels) under Kueue-like admission.
+
+    ``limits``: ``{tenant: {"nominal": n, "borrowing_limit": b}}`` (b None: no limit). A free GPU
+    goes first to the earliest waiting kernel of a tenant holding fewer than its nominal quota,
+    else to the earliest waiting kernel of a tenant below nominal + borrowing limit. Admitted
+    kernels are :func:`gpu_kernel` tasks (``options``: extra Ray options for each, e.g. a pool
+    resource). Arrivals and starts are wall-clock stamps (``time.time``), as the kernels' own.
+    """
+    cap = {t: l["nominal"] + (pool if l.get("borrowing_limit") is None else l["borrowing_limit"])
+           for t, l in limits.items()}
+    remote = gpu_kernel.options(**(options or {}))
+    t0 = time.time() + 0.01
+    arrivals = sorted((t0 + at * kernel_s, t, i) for at, t, n in schedule for i in range(n))
+    queue: list = []          # (arrived, tenant), waiting for admission
+    held = {t: 0 for t in limits}
+    running: dict = {}        # ref -> (tenant, arrived)
+    out = Replay(pool, kernel_s)
+    stop_by = t0 + drain_timeout_s
+    while arrivals or queue or running:
+        now = time.time()
+        if now > stop_by:
+            raise TimeoutError(f"{len(queue) + len(running)} kernels unfinished {drain_timeout_s:g} s after the start")
+        while arrivals and arrivals[0][0] <= now:
+            a, t, _ = arrivals.pop(0)
+            queue.append((a, t))
+        while queue and sum(held.values()) < pool:
+            below = [x for x in queue if held[x[1]] < limits[x[1]]["nominal"]]
+            pick = below or [x for x in queue if held[x[1]] < cap[x[1]]]
+            if not pick:
+                break
+            a, t = min(pick)
+            queue.remove((a, t))
+            held[t] += 1
+            running[remote.remote(t, kernel_s)] = (t, a, time.time())
+        wait_s = max(0.001, min(0.05, arrivals[0][0] - time.time())) if arrivals else 0.05
+        if not running:
+            time.sleep(wait_s)
+            continue
+        done, _ = ray.wait(list(running), num_returns=1, timeout=wait_s)
+        if done:
+            done, _ = ray.wait(list(running), num_returns=len(running), timeout=0)
+        for ref in done:
+            t, a, m = running.pop(ref)
+            _, s, e = ray.get(ref)
+            held[t] -= 1
+            out.records.append((t, a, m, s, e))
+    return out
+
+
+# ---------------------------------------------------------------- gang scheduling: all or nothing
+
+@ray.remote(num_cpus=0)
+class Member:
+    """One worker of a job that needs several GPUs at once (the harness adds ``num_gpus=1``)."""
+
+    def ready(self) -> bool:
+        return True
+
+
+def _block(free: int, timeout_s: float = 60.0):
+    """A placement group holding every GPU of the cluster but ``free``: the pool the jobs compete
+    for. Sized from the cluster's total (``ray.available_resources`` lags behind work just done)
+    and ready only once that many GPUs are actually free."""
+    from ray.util import placement_group
+
+    extra = int(ray.cluster_resources().get("GPU", 0)) - free
+    if extra < 0:
+        raise ValueError(f"the cluster has only {extra + free} GPUs; {free} wanted")
+    if extra == 0:
+        return None
+    pg = placement_group([{"GPU": 1}] * extra)
+    ray.get(pg.ready(), timeout=timeout_s)
+    return pg
+
+
+def piecemeal(*, jobs: int = 2, k: int = 4, free: int = 6, timeout_s: float = 3.0) -> dict:
+    """``jobs`` jobs of ``k`` one-GPU actors each, created one at a time and interleaved, on
+    ``free`` GPUs (fewer than jobs × k). After ``timeout_s``: how many of each job's actors were
+    up (each holding its GPU: Ray started it), the GPUs they held, and which jobs had all ``k``
+    (could start). The actors are killed afterwards."""
+    blocker = _block(free)
+    members = {j: [] for j in range(jobs)}
+    try:
+        for _ in range(k):
+            for j in range(jobs):
+                members[j].append(Member.options(num_gpus=1).remote())
+        refs = {m.ready.remote(): j for j, ms in members.items() for m in ms}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+        up = {j: sum(1 for r in ready if refs[r] == j) for j in members}
+        return {"held_gpus": sum(up.values()), "up": up, "started": [j for j, n in up.items() if n == k], "k": k,
+                "free": free, "waited_s": timeout_s}
+    finally:
+        for ms in members.values():
+            for m in ms:
+                ray.kill(m)
+        remove_groups([blocker] if blocker else [])
+
+
+def gang(make_group, *, jobs: int = 2, k: int = 4, free: int = 6, work_s: float = 0.3,
+         timeout_s: float = 10.0, poll_s: float = 0.01) -> dict:
+    """``jobs`` jobs of ``k`` GPUs each as placement groups from ``make_group(k)``, all submitted
+    at once on ``free`` GPUs. Read from Ray's placement-group table every ``poll_s``: when each
+    group was CREATED (its job then "runs", a sleep of ``work_s``, emulated, and releases it),
+    and the most bundles a group not yet CREATED held on a node while it held fewer than ``k``
+    (a partial hold; Ray prepares all of a group's bundles before it commits them)."""
+    blocker = _block(free)
+    t0 = time.perf_counter()
+    groups = [make_group(k) for _ in range(jobs)]
+    created: dict = {}
+    partial = 0
+    states: dict = {}
+    try:
+        while len(created) < jobs and time.perf_counter() - t0 < timeout_s:
+            now = time.perf_counter() - t0
+            for j, g in enumerate(groups):
+                if j in created:
+                    if created[j] + work_s <= now and states.get(j) != "REMOVED":
+                        remove_groups([g])
+                        states[j] = "REMOVED"
+                    continue
+                info = ray.util.placement_group_table(g)
+                states[j] = info.get("state")
+                placed = sum(1 for n in (info.get("bundles_to_node_id") or {}).values() if n)
+                if info.get("state") == "CREATED":
+                    created[j] = now
+                elif placed < len(info.get("bundles") or {}):
+                    partial = max(partial, placed)
+            time.sleep(poll_s)
+        order = sorted(created, key=created.get)
+        return {"k": k, "free": free, "created_s": [round(created[j], 3) for j in order],
+                "started": len(created), "partial_bundles": partial,
+                "strategy": ray.util.placement_group_table(groups[0]).get("strategy") if groups else None}
+    finally:
+        remove_groups(groups + ([blocker] if blocker else []))

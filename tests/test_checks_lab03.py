@@ -283,3 +283,59 @@ def test_a_run_relative_to_one_that_finished_nothing_is_nan_not_an_error():
     idle = Run(2.0, {"a": 1}, [("a", 0.0, 3.0, 3.0, False)])
     assert busy.relative_to(busy, "a") == 1.0 and busy.relative_to(busy) == 1.0
     assert math.isnan(busy.relative_to(idle, "a")) and idle.relative_to(busy, "a") == 0.0
+
+
+# ---------------------------------------------------------------- bursty demand, lending, gangs
+
+def test_idle_gpu_time_while_work_waited_counts_only_what_the_policy_left_idle():
+    """Records (tenant, arrived, admitted, started, ended) on a pool of 2: a kernel that arrived at
+    0 and was admitted at 1 while no GPU ran left min(2 idle, 1 waiting) × 1 s idle; Ray's start-up
+    after admission (1.0 to 1.2) is not the policy's."""
+    r = tenancy.Replay(pool=2, kernel_s=1.0, records=[("a", 0.0, 1.0, 1.2, 2.2), ("b", 0.0, 0.0, 0.0, 1.0)])
+    assert r.idle_while_waiting() == pytest.approx(1.0 * 1)  # b ran 0-1: 1 idle GPU, 1 kernel waiting
+    assert r.makespan() == pytest.approx(2.2) and r.idle_fraction() == pytest.approx(1.0 / (2 * 2.2))
+    assert r.wait("a") == pytest.approx(1.2) and r.wait("b") == 0.0 and r.peak("a") == 1
+
+
+def test_bursty_demand_and_the_three_policies():
+    assert tenancy.bursty() == [(0.0, "a", 32), (1.0, "b", 12), (2.0, "c", 8)]
+    assert tenancy.fixed()["a"] == {"nominal": 8, "borrowing_limit": 0}
+    assert tenancy.shared()["b"] == {"nominal": 0, "borrowing_limit": 16}
+    assert ref.lending_policy(lab03.QUOTAS) == tenancy.cohort(lab03.QUOTAS)
+
+
+@pytest.mark.parametrize("policy, message", [
+    (lambda q: tenancy.shared(q), "a cohort lends unused nominal quota, and tenant a's is its quota, 8"),
+    (lambda q: {t: {"nominal": v, "borrowing_limit": -1} for t, v in q.items()}, "expected a whole number ≥ 0"),
+    (lambda q: {t: {"nominal": v, "borrow": None} for t, v in q.items()}, "expected {'nominal'"),
+    (lambda q: {"a": {"nominal": 8, "borrowing_limit": None}}, "expected one entry per tenant"),
+    (lambda q: (_ for _ in ()).throw(NotImplementedError()), "not implemented yet"),
+])
+def test_a_wrong_lending_policy_fails_before_anything_runs(policy, message):
+    r = verdict("cohort-recovers", lending_policy=policy)
+    assert not r.passed and message in r.message, r.message
+
+
+@only_extended("tests/test_labs.py grades the solution's cohort and gang checks at full marks, and the calibrate "
+               "gate fails the degraded copy (no lending) on cohort-recovers")
+def test_cohort_and_gangs_measured_by_the_grader_harness():
+    """On a Ray this process starts (as the reference process does): lending nothing recovers
+    none of fixed quotas' idle GPU-time; the reference's gangs wait without a partial hold and both
+    start, and a gang packed loosely loses the one-node point only. Actors placed one at a time
+    on the same GPUs each hold part of their job, and neither job starts."""
+    from course import cluster
+
+    s = session(lending_policy=lambda q: tenancy.fixed(q),
+                gang_group=lambda k: ref.placement_group([{"GPU": 1}] * k, strategy="PACK"))
+    try:
+        none = s.run("cohort-recovers")
+        assert not none.passed and "lending: under bursty demand fixed quotas left" in none.message, none.message
+        assert s.run("gang-all-or-nothing").passed, s.run("gang-all-or-nothing").message
+        loose = s.run("gang-one-node")
+        assert not loose.passed and "'PACK'" in loose.message and "STRICT_PACK" in loose.message
+        m = lab03._gang(s)
+        assert m["started"] == 2 and m["partial_bundles"] == 0 and m["free"] == 2 * m["k"] - 2
+        split = tenancy.piecemeal(jobs=2, k=4, free=6, timeout_s=5.0)
+        assert split["started"] == [] and split["held_gpus"] == 6, split
+    finally:
+        cluster.stop()

@@ -126,3 +126,26 @@ def test_the_capstone_job_as_an_indexed_job_and_a_rayjob_validates():
         k8s.validate(bad)
     with pytest.raises(k8s.ManifestError, match="parallelism"):
         k8s.validate({**job, "spec": {**job["spec"], "parallelism": "many"}})
+
+
+def test_kueue_objects_are_v1beta2_and_checked_against_kueues_own_schema():
+    """Kueue 0.16 stores v1beta2 and deprecates v1beta1 (its CHANGELOG-0.16.md); the builders
+    emit v1beta2, checked strictly against Kueue's v1beta2 CRD schema (course/kueue_schema.py)."""
+    objs = [k8s.resource_flavor(), k8s.cluster_queue("tenant-a", 8, namespaces=["tenant-a"]),
+            k8s.local_queue("tenant-a", "tenant-a")]
+    assert {o["apiVersion"] for o in objs} == {"kueue.x-k8s.io/v1beta2"} == {k8s.KUEUE_API}
+    k8s.validate_all(objs)
+    lending = k8s.cluster_queue("tenant-a", 8)
+    lending["spec"]["cohortName"] = "gpus"
+    lending["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["borrowingLimit"] = "8"
+    k8s.validate(lending)
+    old = k8s.cluster_queue("tenant-a", 8)
+    old["spec"]["cohort"] = "gpus"  # v1beta1's name for it
+    with pytest.raises(k8s.ManifestError, match=r"spec: Additional properties are not allowed \('cohort' was "
+                                                r"unexpected\) \(Kueue's kueue.x-k8s.io/v1beta2 schema\)"):
+        k8s.validate(old)
+    local = k8s.local_queue("tenant-a", "tenant-a")
+    local["spec"]["clusterQueue"] = "Not_A_Name"
+    with pytest.raises(k8s.ManifestError, match=r"spec.clusterQueue: .*Kueue's"):
+        k8s.validate(local)
+    k8s.validate({**k8s.resource_flavor(), "apiVersion": "kueue.x-k8s.io/v1beta1"})  # still served, deprecated

@@ -299,3 +299,49 @@ def test_lab04_partial_numbers_give_partial_bullets():
     assert "Locality on the uneven placement: naive actors 0.25." in got
     assert "Ray itself copied 36.0 MiB between nodes for the naive actors: data does move, and Ray moves it." in got
     assert not [b for b in got if b.startswith("Tasks that take")]
+
+
+def test_lab03_names_the_overhead_it_measured():
+    got = bullet("03_quotas", "Scheduling overhead", FULL)
+    assert got.startswith("Scheduling overhead at balanced saturation (every tenant wanting twice its quota): +2 %")
+    assert got.endswith("; placement groups +10 %.")
+
+
+@pytest.mark.parametrize("fixed, cohort, says", [
+    (0.20, 0.04, ": lending recovered 80 % of what quotas that cannot lend cost."),
+    (0.20, 0.25, ": lending recovered none of it in this run."),
+    (0.0, 0.0, ": lending recovered none of it in this run."),
+])
+def test_lab03_uneven_demand_bullet_follows_the_idle_gpu_time(fixed, cohort, says):
+    got = bullet("03_quotas", "Under bursty demand", with_("03_quotas", idle_fraction_fixed=fixed,
+                                                           idle_fraction_cohort=cohort, wait_s=None))
+    assert got.endswith(says), got
+    assert f"fixed quotas left {fixed * 100:.0f} % of the pool's GPU-time idle while work waited" in got
+
+
+def test_lab03_shared_pool_wait_is_named_only_when_measured_longer():
+    longer = bullet("03_quotas", "Under bursty demand", FULL)
+    assert longer.endswith("In one shared pool tenant b waited longer than in the cohort: first come, first served "
+                           "lets a burst queue ahead of them."), longer
+    same = {"shared pool": {"a": 0.1, "b": 0.1, "c": 0.1}, "cohort (yours)": {"a": 0.2, "b": 0.2, "c": 0.2}}
+    assert "shared pool" not in bullet("03_quotas", "Under bursty demand", with_("03_quotas", wait_s=same))
+
+
+def test_lab03_uneven_demand_missing_says_what_to_run():
+    got = bullet("03_quotas", "The cost of quotas", with_("03_quotas", idle_fraction_fixed=None))
+    assert got == "The cost of quotas that cannot lend not measured yet: run exercise 3's cells and this cell again"
+
+
+@pytest.mark.parametrize("partial, started, says", [
+    ({"actors": 6, "placement groups": 0}, {"actors": 0, "placement groups": 2},
+     "placed an actor at a time, 0 of 2 started and 6 GPUs sat in jobs that could not; as placement groups 2 of 2 "
+     "started, with no GPU held by a job that waited: all or nothing."),
+    ({"actors": 0, "placement groups": 0}, {"actors": 2, "placement groups": 2},
+     "as placement groups 2 of 2 started and no GPU was held by a job that waited."),
+    ({"actors": 6, "placement groups": 3}, {"actors": 0, "placement groups": 1},
+     "as placement groups 1 of 2 started, yet a waiting group held 3 bundles."),
+])
+def test_lab03_gang_bullet_follows_the_holds(partial, started, says):
+    got = bullet("03_quotas", "Two jobs", with_("03_quotas", gang_partial_gpus=partial, gang_started=started))
+    assert got.endswith(says), got
+    assert all(not b.startswith("Two jobs") for b in takeaways.bullets("03_quotas", FULL))

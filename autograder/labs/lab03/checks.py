@@ -10,7 +10,12 @@ GPU, so the peak GPUs per tenant, the throughput and the latency are measured wh
 code never runs. Each tenant floods alone once (a leaking quota shows), the noisy tenant
 floods while the others keep their quota busy (isolation, against their solo throughput,
 interleaved), and everyone saturates the pool with and without the quota (overhead,
-interleaved A B B A). Manifests are validated against the Kubernetes schemas
+interleaved A B B A). Under bursty demand (``course.tenancy.bursty``) the learner's lending policy --
+plain data: each tenant's nominal quota and borrowing limit -- is replayed beside fixed quotas and
+the reference cohort (GPU-time idle while work waited for admission, from the grader's kernels'
+stamps). The learner's gang placement group is read as plain data (bundles, strategy) from Ray's
+table in the kernel, made twice on the grader's Ray with fewer GPUs free than both need, and
+judged from that Ray's placement-group table. Manifests are validated against the Kubernetes schemas
 (``kubernetes-validate``) and the KubeRay/Kueue fields, for the course's quotas and for a
 second split of the pool drawn per run; the one ResourceQuota the learner writes by hand is
 validated too and read field by field, for namespaces and GPU counts drawn per run.
@@ -18,6 +23,7 @@ validated too and read field by field, for namespaces and GPU counts drawn per r
 
 from __future__ import annotations
 
+import statistics
 import string
 from typing import TYPE_CHECKING
 
@@ -160,6 +166,101 @@ def groups_enforced(session):
 
 _overhead_tiers("groups", ("groups-overhead-tier1", "groups-overhead-tier2"), T.groups_overhead_tiers,
                 "placement-group quotas")
+
+
+# ---------------------------------------------------------------- lending within a cohort
+
+def lending_policy(side: Learner) -> dict:
+    """A side's lending policy (``lending_policy(quotas)``), checked: each tenant's nominal quota is
+    its quota, and its borrowing limit a whole number ≥ 0 or None (no limit)."""
+    got = side.call("lending_policy", dict(QUOTAS), what="lending_policy(quotas)", returns="json")
+    if not isinstance(got, dict) or set(got) != set(QUOTAS):
+        raise AssertionError(f"lending_policy(quotas) returned {str(got)[:80]}; expected one entry per tenant "
+                             f"{sorted(QUOTAS)}")
+    out = {}
+    for t, q in QUOTAS.items():
+        entry = got[t]
+        if not isinstance(entry, dict) or set(entry) - {"nominal", "borrowing_limit"}:
+            raise AssertionError(f"lending_policy(quotas)[{t!r}] is {str(entry)[:60]}; expected "
+                                 "{'nominal': ..., 'borrowing_limit': ...}")
+        nominal, limit = entry.get("nominal"), entry.get("borrowing_limit")
+        if nominal != q or isinstance(nominal, bool):
+            raise AssertionError(f"lending_policy(quotas)[{t!r}]['nominal'] is {nominal!r}; a cohort lends unused "
+                                 f"nominal quota, and tenant {t}'s is its quota, {q}")
+        if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0):
+            raise AssertionError(f"lending_policy(quotas)[{t!r}]['borrowing_limit'] is {limit!r}; expected a whole "
+                                 "number ≥ 0, or None for no limit")
+        out[t] = {"nominal": nominal, "borrowing_limit": limit}
+    return out
+
+
+def _cohort(session: Session):
+    """Fixed quotas, the learner's lending policy and the reference's, replayed side by side."""
+    class Recovered(dict):
+        ratio = property(lambda self: self["recovered_vs_reference"])
+
+    m = session.reference.kit.measure_cohort(lending_policy(session.learner), lending_policy(session.reference),
+                                             what="replaying bursty demand under your lending policy",
+                                             timeout_s=300)
+    med = {k: statistics.median(v) for k, v in m["idle"].items()}
+    best = med["fixed"] - med["reference"]
+    m["median"] = med
+    m["recovered_vs_reference"] = (med["fixed"] - med["learner"]) / best if best > 0 else 0.0
+    return Recovered(m)
+
+
+def _cohort_explain(m, need):
+    med = m["median"]
+    return (f"lending: under bursty demand fixed quotas left {med['fixed']:.0%} of the pool idle while work waited, "
+            f"your policy {med['learner']:.0%}, the reference cohort {med['reference']:.0%} (median of "
+            f"{T.cohort_rounds} interleaved rounds): yours recovered {m.ratio:.2f}x what the reference did; this "
+            f"tier needs ≥ {need:.2f}x")
+
+
+tiers(LAB, ("cohort-recovers",), T.cohort_tiers, _cohort, _cohort_explain)
+
+
+# ---------------------------------------------------------------- gang scheduling
+
+def _gang(session: Session) -> dict:
+    """The learner's gang group for a k drawn per run, and two of them racing on 2k - 2 GPUs,
+    measured from the placement-group table of the grader's Ray."""
+    def run():
+        k = session.rng(17).choice(T.gang_sizes)
+        spec = session.learner.kit.gang_spec(named("gang_group"), k, what=f"gang_group({k})",
+                                             timeout_s=session.call_timeout_s + T.pg_ready_timeout_s)
+        bundles = spec.get("bundles") if isinstance(spec, dict) else None
+        if not (isinstance(bundles, list) and len(bundles) == k
+                and all(isinstance(b, dict) and b.get("GPU") == 1 for b in bundles)):
+            raise AssertionError(f"gang_group({k}) reserves bundles {str(bundles)[:80]}; expected {k} bundles of "
+                                 "one GPU each")
+        got = session.reference.kit.measure_gang(spec, k, what="two gangs racing for the GPUs",
+                                                 timeout_s=T.gang_timeout_s + 120)
+        return {"k": k, "spec": spec, **got}
+    return session.memo("gang", run)
+
+
+@register(LAB, "gang-all-or-nothing")
+def gang_all_or_nothing(session):
+    """Two gangs of k GPUs on 2k - 2 free GPUs: the waiting one holds no bundle, and both start."""
+    m = _gang(session)
+    if m["partial_bundles"]:
+        raise AssertionError(f"a gang of {m['k']} GPUs held {m['partial_bundles']} of its bundles while it waited "
+                             f"(Ray's placement-group table): a partial hold")
+    if m["started"] < 2:
+        raise AssertionError(f"two gangs of {m['k']} GPUs on {m['free']} free GPUs: {m['started']} of 2 started within "
+                             f"{T.gang_timeout_s:g} s")
+    return (f"gangs of {m['k']} on {m['free']} GPUs: created at {m['created_s']} s, no bundle held while waiting "
+            "(placement-group table)")
+
+
+@register(LAB, "gang-one-node")
+def gang_one_node(session):
+    """The gang's placement group keeps all its bundles on one node (STRICT_PACK)."""
+    strategy = _gang(session)["spec"].get("strategy")
+    if strategy != "STRICT_PACK":
+        raise AssertionError(f"gang_group's placement group has strategy {strategy!r} (Ray's placement-group table); "
+                             "a job whose GPUs talk over NVLink needs them all on one node: STRICT_PACK")
 
 
 # ---------------------------------------------------------------- a ResourceQuota by hand
@@ -336,10 +437,12 @@ def calibrate(session: Session) -> list[str]:
     # a session like this one (its class: checks import nothing of the grader's at run time)
     leaky = type(session)(session.lab, learner=Learner(namespace={**session.answers(), "resource_options": _no_quota}))
     none = _measured(leaky, "resources")
-    return [f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
+    co = _cohort(session)
+    return [f"lending (bursty demand): idle fraction {_rounded(co['median'])}, waits {co['waits']}",
+            f"custom resources: peaks {cr['peaks']}, isolation {cr['isolation']}, overhead {cr['overhead']:.2f}",
             f"placement groups: peaks {pg['peaks']}, overhead {pg['overhead']:.2f}",
             f"isolation vs the reference policy, side by side: the reference {_rounded(cr['isolation_vs_reference'])}, "
             f"no quota at all {_rounded(none['isolation_vs_reference'])} (isolation {_rounded(none['isolation'])}; "
             f"the reference's beside it {_rounded(none['reference_isolation'])})",
             f"tiers: isolation ≥ {T.isolation_min}x the reference's, overhead {T.overhead_tiers}, "
-            f"groups {T.groups_overhead_tiers}"]
+            f"groups {T.groups_overhead_tiers}, cohort {T.cohort_tiers}"]

@@ -231,3 +231,60 @@ def _measure(go, none, beside=None) -> dict:
         out["reference_isolation"] = {t: statistics.median(v) for t, v in ref_iso.items() if v}
         out["isolation_vs_reference"] = {t: statistics.median(v) if v else 0.0 for t, v in vs_ref.items()}
     return out
+
+
+@step
+def measure_cohort(policy: dict, reference: dict) -> dict:
+    """Reference-process side: bursty demand (:func:`course.tenancy.bursty`) replayed under fixed
+    quotas, the learner's lending ``policy`` and the ``reference`` cohort, interleaved, on the
+    grader's Ray (every kernel takes one unit of :data:`POOL`): each one's GPU-time idle while
+    work waited for admission, as a fraction of the pool's GPU-time, and each tenant's mean wait."""
+    _start(None)
+    sides = {"fixed": tenancy.fixed(QUOTAS), "learner": policy, "reference": reference}
+    got = {k: [] for k in sides}
+    waits = {k: {} for k in sides}
+    for rnd in range(T.cohort_rounds):
+        for kind in (list(sides) if rnd % 2 == 0 else list(sides)[::-1]):
+            try:
+                r = tenancy.replay(sides[kind], tenancy.bursty(QUOTAS), pool=T.pool, options=_pooled({}),
+                                   drain_timeout_s=T.drain_timeout_s)
+            except TimeoutError as exc:
+                raise AssertionError(f"replaying the bursty demand failed: {exc}") from None
+            got[kind].append(r.idle_fraction())
+            waits[kind] = {t: round(r.wait(t), 3) for t in QUOTAS}
+    return {"idle": got, "waits": waits}
+
+
+# ---------------------------------------------------------------- gang scheduling
+
+@step
+def gang_spec(gang_group, k: int) -> dict:
+    """Kernel side: the learner's placement group for a job of ``k`` GPUs, as plain data: its
+    bundles and strategy read from Ray's placement-group table; the group is removed again."""
+    import ray
+    from ray.util.placement_group import PlacementGroup
+
+    if not (ray.is_initialized() and ray.available_resources().get("GPU", 0) >= k):  # else: no restart
+        tenancy.start(tenancy.tenant_resources(None) if ray.is_initialized() else None, warm=False)
+    group = gang_group(k)
+    try:
+        if not isinstance(group, PlacementGroup):
+            raise AssertionError(f"gang_group({k}) returned {type(group).__name__}, not a placement group")
+        ready, _ = ray.wait([group.ready()], timeout=T.pg_ready_timeout_s)
+        if not ready:
+            raise AssertionError(f"gang_group({k})'s placement group was not ready within {T.pg_ready_timeout_s:g} s")
+        info = ray.util.placement_group_table(group)
+        return {"bundles": [dict(b) for _, b in sorted(info["bundles"].items())], "strategy": info["strategy"]}
+    finally:
+        tenancy.remove_groups([group])
+
+
+@step
+def measure_gang(spec: dict, k: int) -> dict:
+    """Reference-process side: two jobs of ``k`` GPUs, each a placement group made from ``spec``,
+    submitted at once on ``2k - 2`` free GPUs of the grader's Ray (:func:`course.tenancy.gang`)."""
+    from ray.util import placement_group
+
+    _start(None)
+    return tenancy.gang(lambda n: placement_group(spec["bundles"], strategy=spec["strategy"]), jobs=2, k=k,
+                        free=2 * k - 2, work_s=T.gang_work_s, timeout_s=T.gang_timeout_s)

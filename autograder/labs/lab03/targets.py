@@ -32,6 +32,17 @@ class Targets:
     # 2026-12-02: reference 1.00x and half-quota 0.50x in every run, both policies. Top tier 0.75:
     # ≤ 0.85 × the lowest reference ratio, ≥ 1.2 × the highest degraded one.
     groups_overhead_tiers: tuple = (0.5, 0.75)
+    cohort_tiers: tuple = (0.4,)          # borrowing within a cohort: the share of fixed quotas' idle
+    # GPU-time (bursty demand, GPU-time idle while work waited for admission) that the learner's
+    # lending policy recovers, over the share the reference cohort recovers, same rounds. Measured
+    # with `course.tenancy.replay` on this shared 2-core machine (2026-12-07, 6 runs): fixed quotas
+    # left 0.20-0.25 of the pool idle, the reference cohort 0.04-0.11, so it recovered 0.52-0.85;
+    # lending nothing (degraded) recovers about 0. On one core the cohort recovered -0.24-0.51:
+    # hence min_slot_cores=2 and a tier well under 0.52/0.85.
+    cohort_rounds: int = 2                # interleaved rounds (fixed, learner, reference; then reversed)
+    gang_sizes: tuple = (3, 4, 5)         # k, drawn per run: two jobs of k GPUs each on 2k - 2 free GPUs
+    gang_work_s: float = 0.3              # a gang's emulated job (a sleep) before it releases its group
+    gang_timeout_s: float = 20.0          # both gangs must have started by then
     pg_ready_timeout_s: float = 30.0       # a learner's placement groups must be ready by then
     drain_timeout_s: float = 60.0          # kernels still queued after a run must start by then (worker
                                            # start-up on a loaded 2-core machine left 12 pending after 20 s)

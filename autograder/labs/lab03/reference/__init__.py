@@ -29,6 +29,16 @@ def group_options(tenant, groups):
     return {"scheduling_strategy": PlacementGroupSchedulingStrategy(groups[tenant])}
 
 
+def lending_policy(quotas):
+    """Kueue's cohort: each tenant keeps its quota as nominal quota and may borrow any unused GPU."""
+    return {t: {"nominal": q, "borrowing_limit": None} for t, q in quotas.items()}
+
+
+def gang_group(k):
+    """A job of ``k`` GPUs: all ``k`` one-GPU bundles or none, all on one node."""
+    return placement_group([{"GPU": 1}] * k, strategy="STRICT_PACK")
+
+
 def gpu_quota_by_hand(namespace, gpus):
     """A ResourceQuota capping ``namespace``'s GPU requests at ``gpus``, written out field by field."""
     return {
@@ -60,7 +70,11 @@ def degraded() -> dict:
     """The reference policy made half as fast on purpose, for ``python -m autograder calibrate``:
     every kernel takes two units of its tenant's quota (custom resources), and each tenant's
     placement group holds half its quota. Under a saturating load either runs half the kernels
-    at once; an overhead tier this policy passes cannot tell a quota from half a quota here."""
+    at once; an overhead tier this policy passes cannot tell a quota from half a quota here.
+    Its lending policy lends nothing (fixed quotas): it recovers none of their idle GPU-time."""
+
+    def no_lending(quotas):
+        return {t: {"nominal": q, "borrowing_limit": 0} for t, q in quotas.items()}
 
     def half_options(tenant):
         return {"resources": {f"tenant_{tenant}": 2}}
@@ -68,4 +82,5 @@ def degraded() -> dict:
     def half_groups(quotas):
         return tenant_groups({t: max(1, q // 2) for t, q in quotas.items()})
 
-    return {**globals(), "resource_options": half_options, "tenant_groups": half_groups}
+    return {**globals(), "resource_options": half_options, "tenant_groups": half_groups,
+            "lending_policy": no_lending}
