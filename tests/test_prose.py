@@ -60,11 +60,6 @@ def target(name: str) -> str:
 # (lab, the number as written, text of its sentence, why it needs no citation)
 EXEMPT = [
     ("03_quotas", "4×", "keeps 4× its quota in flight", target("flood_factor")),
-    ("03_quotas", "0.7×", "the quiet tenants keep", target("isolation_min")),
-    ("03_quotas", "0.5×", "with quotas vs without", target("overhead_tiers")),
-    ("03_quotas", "0.75×", "with quotas vs without", target("overhead_tiers")),
-    ("03_quotas", "0.5×", "with the groups vs without", target("groups_overhead_tiers")),
-    ("03_quotas", "0.75×", "with the groups vs without", target("groups_overhead_tiers")),
     ("04_data_affinity", "4 MiB", "1,024 seeded 64×64 images",
      "a definition: 1,024 images × 64 × 64 one-byte pixels = 4 MiB (course/locality.py SHARD_IMAGES)"),
 ]
@@ -387,12 +382,12 @@ def test_c3_and_c8_rules_in_the_labs_say_what_the_verdicts_say():
 # print theirs from autograder.targets.for_lab in a locked cell; their prose and graded cells' comments
 # state no target value of their lab's targets.py.
 
-READ_TIERS = ["00_measure", "01_actor_scaling", "02_restart_recovery", "04_data_affinity", "05_capstone"]
+READ_TIERS = ["00_measure", "01_actor_scaling", "02_restart_recovery", "03_quotas", "04_data_affinity", "05_capstone"]
 
 
-def restated_targets(path) -> list[str]:
+def restated_targets(path, ignore=()) -> list[str]:
     """Target values of the lab's targets.py written out in its markdown or its graded cells' comments
-    (as "0.7×", "≥ 0.7", "±15 %", "1,000 items")."""
+    (as "0.7×", "≥ 0.7", "±15 %", "1,000 items"), but for the phrases ``ignore``."""
     from dataclasses import fields
 
     from autograder import targets
@@ -407,6 +402,8 @@ def restated_targets(path) -> list[str]:
     texts = [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "markdown"]
     texts += [(i, "".join(c["source"]).split("\n", 1)[0]) for i, c in enumerate(cells)
               if c["cell_type"] == "code" and "".join(c["source"]).startswith("# Graded (")]
+    for phrase in ignore:
+        texts = [(i, text.replace(phrase, " ")) for i, text in texts]
     out = []
     for v in values:
         forms = {f"{v:g}×", f"≥ {v:g}", f"≤ {v:g}", f"{v:g} ×"}
@@ -435,10 +432,16 @@ def test_a_restated_tier_is_caught():
         assert sorted(restated_targets(planted)) == [f"cell {last}: '0.7×'", f"cell {last}: '≥ 0.7'"]
 
 
+# Numbers in lab prose that equal a target's value but are not that target (a version, arithmetic,
+# the harness's own flood that section 1 describes): what a restatement check must not count.
+NOT_TIERS = {"03_quotas": ["Kueue ≥ 0.6", "1 + 3 × 6", "keeps 4× its quota in flight"]}
+
+
 @pytest.mark.parametrize("lab", READ_TIERS)
 def test_tiers_are_printed_from_targets_py_not_restated(lab):
     path = ROOT / "solutions" / lab / f"{lab}.ipynb"
-    assert not restated_targets(path), restated_targets(path)
+    found = restated_targets(path, ignore=NOT_TIERS.get(lab, ()))
+    assert not found, found
     code = lab_code(lab)
     assert f'TARGETS = autograder.begin("{lab}")' in code  # the one way a notebook reads its targets
 
