@@ -305,8 +305,9 @@ def lab05(numbers: Mapping) -> list[str]:
         if needs:  # judged by the plan itself: its limit may be the CPU or the network, not the GPU
             sides = sorted(needs)
             breaks = next((side for side in sides if needs[side] > C8_GPUS), None)
-            head, tail = (f"the plan needs at most C8's {C8_GPUS} GPUs at every side",
-                          f"the plan needs {needs.get(breaks, 0):,.0f} GPUs (more than C8's {C8_GPUS}) at "
+            unit = "devices" if _num(d, "gpus") == 0 else "GPUs"  # without a GPU the plan's unit is this CPU
+            head, tail = (f"the plan needs at most C8's {C8_GPUS} {unit} at every side",
+                          f"the plan needs {needs.get(breaks, 0):,.0f} {unit} (more than C8's {C8_GPUS}) at "
                           f"{breaks}×{breaks}")
             limit = limit_by.get(str(breaks)) if breaks is not None else None
             tail += f", limited by {limit}" if isinstance(limit, str) and limit in LIMITS else ""

@@ -315,6 +315,8 @@ def test_lab05_c8_breaks_where_the_plan_needs_more_than_200_gpus_not_where_one_g
     assert got.endswith("the plan needs 250 GPUs (more than C8's 200) at 224×224, limited by cpu, a side you "
                         "measured: by this count C8 needs smaller images than that."), got
     assert "drops below" not in got and "did not break" not in got  # not one GPU's rate, which stayed above 50
+    cpu = bullet("05_capstone", "By your plan", with_("05_capstone", **CPU_BOUND, gpus=0))
+    assert "the plan needs 250 devices (more than C8's 200) at 224×224" in cpu
 
 
 def test_lab05_c8_holds_at_every_side_when_the_plan_never_needs_more_than_200():
