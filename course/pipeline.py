@@ -145,6 +145,16 @@ def actor_options(actors: int) -> dict:
     return {"num_gpus": 1, "num_cpus": 0}
 
 
+def gpus_used(actors: int) -> int:
+    """Physical GPUs a pool of ``actors`` replicas holds with :func:`actor_options`: each replica
+    holds at most one, so ``min(GPUs, actors)`` (2 of 8 GPUs for 2 replicas); 0 without a GPU."""
+    if not backend.on_gpu():
+        return 0
+    from .fleet import real_devices
+
+    return min(int(real_devices()), max(1, int(actors)))
+
+
 def values(ds) -> np.ndarray:
     """Run the dataset; its ``value`` column (logits, one row per image) in image order (float32)."""
     quiet()

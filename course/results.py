@@ -69,14 +69,17 @@ The keys each lab may save, with their unit and meaning (:data:`SCHEMA`):
 ``05_capstone``
     ``predicted_images_per_s`` / ``pipeline_images_per_s`` / ``pool_images_per_s`` (images/s:
     the plan's prediction, the Ray Data pipeline, the hand-written actor pool; each timed end to
-    end), ``gpus`` (int: physical GPUs the pipeline ran on, 0 without one; C8's per-GPU rate
-    divides by it), ``replicas`` (int: model replicas, sharing those GPUs), ``cpu_cores`` (int:
+    end), ``gpus`` (int: this machine's physical GPUs, 0 without one), ``gpus_used`` (int: the
+    GPUs the pipeline's replicas held, each at most one, so min(gpus, replicas); C8's per-GPU
+    rate divides by it, or by ``gpus`` in a file without it), ``replicas`` (int: model replicas, sharing those GPUs), ``cpu_cores`` (int:
     this machine's cores, the unit without a GPU), ``pipeline_images`` (int: images of each timed
     run), ``model_load_s`` (s: one replica's model load, measured), ``image_px`` (int: the network's input side, 224), ``model_mflop_per_image`` (MFLOP of one
     image through the network, counted from its layers), ``gpu_images_per_s_by_px`` (dict
     str(side) -> images/s of one GPU by the plan, from the measured size fit),
     ``measured_max_px`` (int: the largest side measured; larger ones are extrapolated),
-    ``c8_limit`` / ``c8_gpus`` (the plan's limiting resource and GPUs for 10k images/s at 224).
+    ``c8_limit`` / ``c8_gpus`` (the plan's limiting resource and GPUs for 10k images/s at 224),
+    ``c8_gpus_by_px`` / ``c8_limit_by_px`` (dicts str(side) -> the same at each side: C8 stops
+    holding where the plan needs more than 200 GPUs, whatever limits it).
 """
 
 from __future__ import annotations
@@ -160,7 +163,9 @@ SCHEMA: dict[str, dict[str, str]] = {
         "predicted_images_per_s": "images/s — the plan's prediction for this machine",
         "pipeline_images_per_s": "images/s — the Ray Data pipeline, measured",
         "pool_images_per_s": "images/s — the hand-written actor pool, measured",
-        "gpus": "int — physical GPUs the pipeline ran on, 0 without one (per-GPU rate = pipeline / gpus)",
+        "gpus": "int — physical GPUs of this machine, 0 without one",
+        "gpus_used": "int — physical GPUs the pipeline's replicas held (each at most one: min(gpus, replicas)); "
+                     "per-GPU rate = pipeline / gpus_used",
         "replicas": "int — model replicas of the pipeline (they share the GPUs; logical GPUs without one)",
         "cpu_cores": "int — this machine's CPU cores (without a GPU the unit is this machine)",
         "pipeline_images": "int — images of each timed end-to-end run",
@@ -169,6 +174,8 @@ SCHEMA: dict[str, dict[str, str]] = {
         "model_mflop_per_image": "MFLOP — one image through the network, counted from its layers",
         "gpu_images_per_s_by_px": "dict str(side) -> images/s of one GPU by the plan (measured size fit)",
         "measured_max_px": "int — the largest side measured; larger sides are extrapolated",
+        "c8_gpus_by_px": "dict str(side) -> GPUs the plan needs for 10k images/s, whatever limits it",
+        "c8_limit_by_px": "dict str(side) -> the plan's limiting resource at that side",
         "c8_limit": "str — the plan's limiting resource for 10k images/s at image_px",
         "c8_gpus": "int — GPUs the plan needs for 10k images/s at image_px",
     },

@@ -231,12 +231,22 @@ def node_detection() -> dict:
             "period_s": period, "timeout_s": timeout, "threshold": threshold}
 
 
+def availability(failures_per_gpu_hour: float, gpus_per_failure: float, downtime_s: float) -> float:
+    """The fraction of time a GPU is up when failures come at ``failures_per_gpu_hour`` (per GPU,
+    per hour), each takes ``gpus_per_failure`` GPUs down (a lost node: all its GPUs; a failed GPU
+    whose raylet lives: one) for ``downtime_s`` (detection + restart): MTBF / (MTBF + MTTR) =
+    ``1 / (1 + failures_per_gpu_hour x gpus_per_failure x downtime_s / 3600)``, never below 0
+    however high the rate (a linear ``1 - rate x downtime`` goes negative)."""
+    return 1 / (1 + float(failures_per_gpu_hour) * float(gpus_per_failure) * float(downtime_s) / 3600)
+
+
 def failure_cost(detect: dict, restart_s: float, restart_where: str, *,
                  gpu_failure_detect_s: float | None = None, replace_s: float = 0.0,
                  replace_why: str | None = None) -> tuple[dict, list[str]]:
-    """``detect_s`` and ``restart_s`` -- the seconds of lost work one failure costs in the plan's
-    uptime, ``1 - failures_per_gpu_hour x (detect_s + restart_s) / 3600`` -- with one note each
-    saying what they count and what they leave out.
+    """``detect_s`` and ``restart_s`` -- the seconds one failure keeps its GPUs down, counted in the
+    plan's uptime, :func:`availability` -- with one note each saying what they count and what
+    they leave out (how many GPUs one failure takes down is ``gpus_per_failure``, set by
+    :func:`machine`: the node's GPUs for a lost node, one for a failed GPU).
 
     Two failure cases, and the caller states which:
 
@@ -362,6 +372,9 @@ def machine(replicas: int, folder: str = ".", *, link_gbit_s: float = ASSUMED_LI
     take("gpus_per_node", gpus or 1, f"this machine: {gpus} physical GPU(s), shared by the {int(replicas)} model "
          "replicas" if gpus else f"this machine has no GPU: the CPU (all its cores) is the one device the model's "
          f"rate was measured on; the {int(replicas)} replicas are logical GPUs sharing it")
+    take("gpus_per_failure", m["gpus_per_node"] if gpu_failure_detect_s is None else 1,
+         "a lost node takes all its GPUs down, so each failure charges gpus_per_node x (detect_s + restart_s)"
+         if gpu_failure_detect_s is None else "a GPU failing while its raylet lives takes only itself down")
     take("cpus_per_node", int(os.cpu_count() or 1), "this machine's cores")
     take("max_actors_per_gpu", MAX_ACTORS_PER_GPU, "the model's cap")
     link = (found.get("04_data_affinity") or {}).get("link_bytes_per_s")

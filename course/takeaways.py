@@ -266,6 +266,9 @@ def _where05(d: Mapping) -> str:
     """What lab 05's pipeline ran on, in physical GPUs (its replicas share them), or this machine."""
     gpus, replicas, cores = _num(d, "gpus"), _num(d, "replicas"), _num(d, "cpu_cores")
     shared = f", {replicas:.0f} model replicas sharing {'them' if gpus and gpus > 1 else 'it'}" if replicas else ""
+    used = _num(d, "gpus_used")
+    if gpus is not None and gpus >= 1 and used is not None and 1 <= used < gpus:
+        return f"on {used:.0f} of this machine's {gpus:.0f} physical GPUs (the ones its replicas held){shared}"
     if gpus is not None and gpus >= 1:
         return f"on {gpus:.0f} physical GPU{'s' if gpus != 1 else ''}{shared}"
     if gpus == 0:
@@ -320,19 +323,35 @@ def lab05(numbers: Mapping) -> list[str]:
     by, top = d.get("gpu_images_per_s_by_px"), _num(d, "measured_max_px")
     rates = ({int(k): float(v) for k, v in by.items() if isinstance(v, (int, float))}
              if isinstance(by, dict) else {})
+    plan_by = d.get("c8_gpus_by_px")  # the plan's GPUs for 10k images/s at each side, whatever limits it
+    needs = ({int(k): float(v) for k, v in plan_by.items() if isinstance(v, (int, float))}
+             if isinstance(plan_by, dict) else {})
+    limit_by = d.get("c8_limit_by_px") if isinstance(d.get("c8_limit_by_px"), dict) else {}
     one = _one05(d)
     if rates:
         sides = sorted(rates)
         lo, hi = sides[0], sides[-1]
         s = (f"By your plan {one} does {rates[lo]:,.0f} images/s at {lo}×{lo} and {rates[hi]:,.0f} at "
              f"{hi}×{hi}; ")
-        breaks = next((side for side in sides if rates[side] < C8_PER_GPU), None)
+        if needs:  # judged by the plan itself: its limit may be the CPU or the network, not the GPU
+            sides = sorted(needs)
+            breaks = next((side for side in sides if needs[side] > C8_GPUS), None)
+            unit = "devices" if _num(d, "gpus") == 0 else "GPUs"  # without a GPU the plan's unit is this CPU
+            head, tail = (f"the plan needs at most C8's {C8_GPUS} {unit} at every side",
+                          f"the plan needs {needs.get(breaks, 0):,.0f} {unit} (more than C8's {C8_GPUS}) at "
+                          f"{breaks}×{breaks}")
+            limit = limit_by.get(str(breaks)) if breaks is not None else None
+            tail += f", limited by {limit}" if isinstance(limit, str) and limit in LIMITS else ""
+        else:  # an older file: one GPU's rate against C8's per-GPU share
+            breaks = next((side for side in sides if rates[side] < C8_PER_GPU), None)
+            head = f"it stays above C8's {C8_PER_GPU:g} per GPU at every side"
+            tail = f"it drops below C8's {C8_PER_GPU:g} per GPU at {breaks}×{breaks}"
         if breaks is None:
-            s += f"it stays above C8's {C8_PER_GPU:g} per GPU at every side"
-            s += (f", though sides past {top:.0f} are extrapolated from your fit." if top is not None and hi > top
+            s += head
+            s += (f", though sides past {top:.0f} are extrapolated from your fit." if top is not None and sides[-1] > top
                   else ": image size alone did not break the claim.")
         else:
-            s += f"it drops below C8's {C8_PER_GPU:g} per GPU at {breaks}×{breaks}"
+            s += tail
             s += (f", past the largest side you measured ({top:.0f}): an extrapolation of your fit."
                   if top is not None and breaks > top
                   else ", a side you measured: by this count C8 needs smaller images than that.")

@@ -448,7 +448,9 @@ def c8(numbers: Mapping) -> Row:
     """C8, from the capstone (lab 05). The claim needs 10,000 / 200 = 50 images/s per GPU, end to
     end. The capstone's rate is its Ray Data pipeline's images/s divided by the **physical GPUs**
     it ran on (``gpus``): its model replicas share them (``num_gpus`` = GPUs / replicas each), so
-    a rate per replica would count one GPU twice. Without a GPU (``gpus`` = 0) the unit is the
+    a rate per replica would count one GPU twice; where its replicas held fewer GPUs than the
+    machine has (``gpus_used``: each holds at most one, so 2 replicas use 2 of 8), it divides by
+    those and says so. Without a GPU (``gpus`` = 0) the unit is the
     whole machine, its ``cpu_cores`` cores standing in for one GPU, and the row says so. **Holds
     here** when that rate is at least 50, **not reproduced** otherwise, each with the factor.
     The rate is end to end: the timed run includes making the JPEGs, starting Ray Data's pool,
@@ -490,8 +492,14 @@ def c8(numbers: Mapping) -> Row:
         return Row("C8", CLAIMS["C8"], yours, docs, "not testable yet — the saved file does not say how many "
                    "physical GPUs the pipeline ran on: re-run lab 05's section 5", source)
     replicas = _num(cap, "replicas")
-    shared = f", {replicas:.0f} model replicas sharing {'them' if gpus > 1 else 'it'}" if replicas else ""
-    if gpus >= 1:
+    used = _num(cap, "gpus_used")
+    used = used if used is not None and 1 <= used < gpus else None  # fewer GPUs held than the machine has
+    shared = f", {replicas:.0f} model replicas sharing {'them' if (used or gpus) > 1 else 'it'}" if replicas else ""
+    if gpus >= 1 and used:
+        rate, unit = pipeline / used, "per GPU used"
+        yours = (f"capstone pipeline{model}: {pipeline:,.0f} images/s on {used:.0f} of this machine's {gpus:.0f} "
+                 f"physical GPUs (the ones its replicas held){shared} = {rate:,.0f} images/s per GPU{size}")
+    elif gpus >= 1:
         rate, unit = pipeline / gpus, "per GPU"
         yours = (f"capstone pipeline{model}: {pipeline:,.0f} images/s on {gpus:.0f} physical "
                  f"GPU{'s' if gpus != 1 else ''}{shared} = {rate:,.0f} images/s per GPU{size}")

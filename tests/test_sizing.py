@@ -102,3 +102,56 @@ def test_every_cupy_name_the_sizing_gpu_path_calls_exists(monkeypatch, function)
     branch = pytest.importorskip("test_cupy_branch")
     monkeypatch.setitem(branch.CUPY_BRANCH, "course.sizing", {function: False})
     branch.test_every_cupy_name_and_keyword_on_the_cupy_branch_exists("course.sizing", function)
+
+
+# --- the availability (review of lab 05): MTBF / (MTBF + MTTR), never below 0 ---------------------
+
+DOWN_S = 65.0 + 1.4 + sizing.replacement_s(**sizing.ASSUMED_REPLACEMENT)[0]  # the kit's defaults: 326.4 s
+
+
+def test_availability_never_goes_negative_where_a_linear_uptime_did():
+    """``1 - rate x downtime`` reached 0 at 3600 / 326.4 = 11.0 failures per GPU-hour and went
+    negative past it; MTBF / (MTBF + MTTR) only falls towards 0."""
+    linear = {f: 1 - f * DOWN_S / 3600 for f in (11, 12, 50)}
+    assert linear[12] < 0 and linear[50] < 0
+    got = [sizing.availability(f, 1, DOWN_S) for f in (0, 0.01, 0.1, 1, 10, 11, 12, 50)]
+    assert got[0] == 1 and all(0 < a <= 1 for a in got) and got == sorted(got, reverse=True)
+    assert sizing.availability(12, 1, DOWN_S) == pytest.approx(1 / (1 + 12 * DOWN_S / 3600))  # 0.0842
+    # a lost node takes all its GPUs down: 8 GPUs a node, the same rate per GPU, 8 times the downtime
+    assert sizing.availability(0.1, 8, DOWN_S) == pytest.approx(1 / (1 + 0.8 * DOWN_S / 3600))
+
+
+def _plan_inputs(**change):
+    m = {"base_px": 224, "kernel_images_per_s": {"32": 2000.0, "64": 2400.0}, "model_fixed_fraction": 0.1,
+         "call_overhead_s": 0.001, "max_actors_per_gpu": 4, "cpu_images_per_s": 400.0, "cpu_fixed_fraction": 0.1,
+         "cpus_per_node": 64, "jpeg_bytes_fixed": 500.0, "jpeg_bytes_per_pixel": 0.5, "link_bytes_per_s": 25e9 / 8,
+         "gpus_per_node": 1, "gpus_per_failure": 1, "quota_share": 1.0, "detect_s": 65.0,
+         "restart_s": DOWN_S - 65.0, "failures_per_gpu_hour": 0.1}
+    return {**m, **change}
+
+
+def test_the_plan_stays_positive_and_grows_over_the_whole_failure_sweep():
+    from autograder.labs.lab05 import reference
+
+    sweep = [0, 0.01, 0.1, 1, 10, 11, 12, 50]  # lab 05's figure, plus where the linear uptime hit 0
+    gpus = [reference.plan(10_000, 224, _plan_inputs(failures_per_gpu_hour=f))["gpus"] for f in sweep]
+    assert all(g > 0 for g in gpus) and gpus == sorted(gpus), gpus
+    node = [reference.plan(10_000, 224, _plan_inputs(failures_per_gpu_hour=1, gpus_per_node=8, gpus_per_failure=k))
+            for k in (1, 8)]
+    assert node[1]["node"]["gpu"] < node[0]["node"]["gpu"]  # a lost node costs all 8 GPUs' time
+
+
+def test_the_failure_case_sets_how_many_gpus_a_failure_takes_down(monkeypatch, tmp_path):
+    monkeypatch.setattr(sizing, "physical_gpus", lambda: 8)
+    for name, value in (("model_rates", {"8": 1.0}), ("model_scaling", {"seconds_per_image": {224: 1.0}, "fit": (0.1, 1e-5)}),
+                        ("decode_scaling", {"seconds_per_image": {224: 1.0}, "fit": (0.1, 1e-5), "jpeg_bytes": {},
+                                            "jpeg_fit": (500.0, 0.5)}),
+                        ("call_overhead", 0.001), ("restart_time", 1.4), ("copy_rate", 1e9),
+                        ("node_detection", DETECT)):
+        monkeypatch.setattr(sizing, name, lambda *a, value=value, **k: value)
+    monkeypatch.setattr(sizing, "host_to_device", lambda *a, **k: {"measured": False, "note": "x"})
+    monkeypatch.setattr(sizing, "gpu_memory", lambda *a, **k: {"measured": False, "note": "x"})
+    node, notes = sizing.machine(2, tmp_path)
+    assert node["gpus_per_failure"] == 8 and "gpus_per_node x (detect_s + restart_s)" in "\n".join(notes)
+    gpu, _ = sizing.machine(2, tmp_path, gpu_failure_detect_s=30)
+    assert gpu["gpus_per_failure"] == 1

@@ -345,3 +345,38 @@ def test_lab03_gang_bullet_follows_the_holds(partial, started, says):
     got = bullet("03_quotas", "Two jobs", with_("03_quotas", gang_partial_gpus=partial, gang_started=started))
     assert got.endswith(says), got
     assert all(not b.startswith("Two jobs") for b in takeaways.bullets("03_quotas", FULL))
+
+
+# --- where C8 stops holding is judged by the plan, whatever limits it (review of lab 05) ---------
+
+# One GPU does 330 images/s at 224 px (above C8's 50), but decoding at 20 images/s a core on 2 cores
+# makes the plan CPU-limited: 10,000 / 40 = 250 GPUs at 224, 1,201 at 512.
+CPU_BOUND = {"gpu_images_per_s_by_px": {"64": 4000.0, "224": 330.0, "512": 63.0, "1024": 16.0},
+             "c8_gpus_by_px": {"64": 100, "224": 250, "512": 1201, "1024": 1400},
+             "c8_limit_by_px": {"64": "gpu", "224": "cpu", "512": "cpu", "1024": "gpu"}, "measured_max_px": 448}
+
+
+def test_lab05_c8_breaks_where_the_plan_needs_more_than_200_gpus_not_where_one_gpu_slows():
+    got = bullet("05_capstone", "By your plan one GPU", with_("05_capstone", **CPU_BOUND))
+    assert got.endswith("the plan needs 250 GPUs (more than C8's 200) at 224×224, limited by cpu, a side you "
+                        "measured: by this count C8 needs smaller images than that."), got
+    assert "drops below" not in got and "did not break" not in got  # not one GPU's rate, which stayed above 50
+    cpu = bullet("05_capstone", "By your plan", with_("05_capstone", **CPU_BOUND, gpus=0))
+    assert "the plan needs 250 devices (more than C8's 200) at 224×224" in cpu
+
+
+def test_lab05_c8_holds_at_every_side_when_the_plan_never_needs_more_than_200():
+    fits = {**CPU_BOUND, "c8_gpus_by_px": {"64": 20, "224": 100, "512": 180, "1024": 200}}
+    got = bullet("05_capstone", "By your plan one GPU", with_("05_capstone", **fits))
+    assert got.endswith("the plan needs at most C8's 200 GPUs at every side, though sides past 448 are "
+                        "extrapolated from your fit."), got
+    inside = {**fits, "measured_max_px": 1024}
+    assert bullet("05_capstone", "By your plan", with_("05_capstone", **inside)).endswith(
+        "image size alone did not break the claim.")
+
+
+def test_lab05_says_when_the_replicas_held_fewer_gpus_than_the_machine_has():
+    got = bullet("05_capstone", "Your Ray Data pipeline", with_("05_capstone", gpus=8, gpus_used=2, replicas=2))
+    assert "on 2 of this machine's 8 physical GPUs (the ones its replicas held), 2 model replicas sharing them" in got
+    same = bullet("05_capstone", "Your Ray Data pipeline", with_("05_capstone", gpus=1, gpus_used=1))
+    assert "on 1 physical GPU, 2 model replicas sharing it" in same

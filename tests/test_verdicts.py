@@ -436,3 +436,25 @@ def test_the_remaining_branches_of_c1_to_c4():
     assert lost_all.verdict == "reframed: lineage did not rebuild the task output here either; see what was lost"
     no_eo = verdicts.c4(with_("02_restart_recovery", exactly_once_duplicates=None))
     assert "yours" not in no_eo.verdict and "sequence-numbered" not in no_eo.yours
+
+
+def test_c8_divides_by_the_gpus_the_replicas_held_on_a_host_with_more():
+    """2 replicas on an 8-GPU host hold 2 GPUs (each at most one): per GPU is the rate / 2, not / 8."""
+    r = verdicts.c8({**FULL, "05_capstone": {"pipeline_images_per_s": 160.0, "gpus": 8, "gpus_used": 2,
+                                             "replicas": 2}})
+    assert "160 images/s on 2 of this machine's 8 physical GPUs (the ones its replicas held)" in r.yours
+    assert "= 80 images/s per GPU" in r.yours
+    assert r.verdict.startswith("holds here (end to end, per GPU used): 1.6× the 50 images/s per GPU")
+    old = verdicts.c8({**FULL, "05_capstone": {"pipeline_images_per_s": 160.0, "gpus": 8, "replicas": 2}})
+    assert "= 20 images/s per GPU" in old.yours  # a file without gpus_used: every physical GPU
+
+
+def test_a_pool_of_replicas_holds_at_most_one_gpu_each_on_a_fake_8_gpu_host(monkeypatch):
+    from course import backend, fleet, pipeline
+
+    monkeypatch.setattr(backend, "on_gpu", lambda: True)
+    monkeypatch.setattr(fleet, "real_devices", lambda: 8)
+    assert pipeline.actor_options(2) == {"num_gpus": 1.0, "num_cpus": 0}
+    assert [pipeline.gpus_used(n) for n in (1, 2, 8, 16)] == [1, 2, 8, 8]
+    monkeypatch.setattr(backend, "on_gpu", lambda: False)
+    assert pipeline.gpus_used(2) == 0

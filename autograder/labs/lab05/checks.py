@@ -70,6 +70,7 @@ def scenario(session: Session, salt: int, limit: str) -> tuple[float, int, dict]
              "cpu_fixed_fraction": round(rng.uniform(0.0, 0.3), 3),
              "jpeg_bytes_fixed": round(rng.uniform(300, 1000)), "jpeg_bytes_per_pixel": round(rng.uniform(0.2, 1.0), 3),
              "cpu_images_per_s": 1e12, "link_bytes_per_s": 1e18}
+        m["gpus_per_failure"] = m["gpus_per_node"]  # a lost node: all its GPUs (no draw: the scenarios stay as they were)
         busy = SIZES[-1] / (rates[str(SIZES[-1])] * model["scale"](m, px, m["model_fixed_fraction"]))
         m["call_overhead_s"] = busy * (T.plan_max_actors * rng.uniform(2, 4) if limit == "overhead"
                                        else rng.uniform(0.2, 1.0))

@@ -33,10 +33,11 @@ def cpu_rate(measured, image_px):
 
 def node_capacity(measured, image_px, batch_size):
     """images/s one node can sustain, per resource: its GPUs (or their per-call overhead), its
-    CPU workers decoding, its network link carrying the JPEGs; GPUs are discounted for the time
-    a failure costs (detection + restart)."""
+    CPU workers decoding, its network link carrying the JPEGs; GPUs are discounted by their
+    availability: each failure takes ``gpus_per_failure`` GPUs down for detection + restart."""
     gpu, _, starved = per_gpu(measured, image_px, batch_size)
-    up = 1 - measured["failures_per_gpu_hour"] * (measured["detect_s"] + measured["restart_s"]) / 3600
+    down = measured["failures_per_gpu_hour"] * measured["gpus_per_failure"] * (measured["detect_s"] + measured["restart_s"])
+    up = 1 / (1 + down / 3600)  # MTBF / (MTBF + MTTR): never below 0, however many failures
     jpeg = measured["jpeg_bytes_fixed"] + measured["jpeg_bytes_per_pixel"] * image_px ** 2
     return {"overhead" if starved else "gpu": measured["gpus_per_node"] * gpu * up,
             "cpu": measured["cpus_per_node"] * cpu_rate(measured, image_px),
