@@ -48,17 +48,7 @@ class Slot:
 
     def sweep(self) -> int:
         """End what the slots' last gradings left running (their recorded groups); how many processes."""
-        from . import cgroup
-
-        killed = 0
-        for path in self.paths:
-            try:
-                folders = json.loads(path.read_text() or "[]")
-            except (OSError, ValueError):
-                folders = []
-            killed += cgroup.sweep(folders)
-            path.write_text("")
-        return killed
+        return sum(_sweep_recorded(path) for path in self.paths)
 
     def release(self) -> None:
         for fd in self.fds:
@@ -74,8 +64,6 @@ def sweep_unheld(locks: Path = LOCKS, wait_s: float = 10.0) -> int:
     claimed. A slot another run holds is left alone. How many processes were ended."""
     import time
 
-    from . import cgroup
-
     killed, deadline = 0, time.monotonic() + wait_s
     todo = sorted(locks.glob("slot-*.lock")) if locks.is_dir() else []
     while todo:
@@ -87,18 +75,26 @@ def sweep_unheld(locks: Path = LOCKS, wait_s: float = 10.0) -> int:
                 os.close(fd)
                 continue
             try:
-                try:
-                    folders = json.loads(path.read_text() or "[]")
-                except (OSError, ValueError):
-                    folders = []
-                killed += cgroup.sweep(folders)
-                path.write_text("")
+                killed += _sweep_recorded(path)
             finally:
                 os.close(fd)
             todo.remove(path)
         if not todo or time.monotonic() > deadline:
             break
         time.sleep(0.2)
+    return killed
+
+
+def _sweep_recorded(path: Path) -> int:
+    """End the processes of the control groups a slot's lock file records, and clear the record."""
+    from . import cgroup
+
+    try:
+        folders = json.loads(path.read_text() or "[]")
+    except (OSError, ValueError):
+        folders = []
+    killed = cgroup.sweep(folders)
+    path.write_text("")
     return killed
 
 
