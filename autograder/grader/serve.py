@@ -23,7 +23,6 @@ goes on.
 from __future__ import annotations
 
 import fcntl
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
