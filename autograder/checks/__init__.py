@@ -82,7 +82,9 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], measu
     """Register one check per tier of one measured ratio.
 
     ``measure(session)`` returns a result with a ``ratio`` (learner / reference, measured
-    side by side); it runs once per grading run and every tier reads it. Tier ``i`` passes
+    side by side); it runs once per grading run and every tier reads it (in a grading slot, again
+    with the other slots held when a neighbour may have cost a tier:
+    :meth:`~autograder.grader.session.Session.tiered`). Tier ``i`` passes
     when ``ratio >= thresholds[i]``, and says the ratio it measured (a learner sees how far
     above the tier they are, not only that they passed); otherwise it fails with
     ``explain(result, threshold)``.
@@ -90,7 +92,7 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], measu
 
     def tier(threshold: float):
         def check(session):
-            result = session.memo(measure, lambda: measure(session))
+            result = session.memo(measure, lambda: session.tiered(measured.name, measure, thresholds))
             if not result.ratio >= threshold:
                 raise AssertionError(explain(result, threshold))
             return f"measured {result.ratio:.2f}x the reference, side by side (this tier needs {threshold:g}x)"

@@ -235,6 +235,44 @@ def _freeze(folder: Path, frozen: bool) -> None:
         (folder / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
 
 
+def freezable(folders) -> list[Path]:
+    """Those of ``folders`` that can be frozen as a whole: a v1 ``freezer`` group, or a v2 group
+    (``cgroup.freeze``); freezing one freezes every group nested in it."""
+    return [Path(f) for f in folders if (Path(f) / "freezer.state").exists() or (Path(f) / "cgroup.freeze").exists()]
+
+
+def freeze(folders: list[Path], wait_s: float = 1.0) -> list[Path]:
+    """Freeze the groups ``folders`` (from :func:`freezable`) and wait up to ``wait_s`` each for
+    their processes to stop; those that could be frozen (thaw them with :func:`thaw`)."""
+    done = []
+    for folder in folders:
+        try:
+            _freeze(folder, True)
+        except OSError:  # gone in the meantime: its grading ended
+            continue
+        done.append(folder)
+    for folder in done:
+        _wait_frozen(folder, wait_s)
+    return done
+
+
+def thaw(folders: list[Path]) -> None:
+    """Thaw the groups ``folders``, each that still exists."""
+    for folder in folders:
+        try:
+            _freeze(Path(folder), False)
+        except OSError:
+            pass
+
+
+def has_processes(folder: Path) -> bool:
+    """Whether any process is in the group ``folder`` or a group nested in it."""
+    try:
+        return any(_words(f) for f in Path(folder).rglob("cgroup.procs"))
+    except OSError:
+        return False
+
+
 def _wait_frozen(folder: Path, wait_s: float = 1.0) -> bool:
     """Whether every process of ``folder`` stopped within ``wait_s``."""
     deadline = time.monotonic() + wait_s

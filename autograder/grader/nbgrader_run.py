@@ -333,13 +333,15 @@ def autograde(course: Path, assignment: str, student: str, *,
               cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
               timeout_s: float = DEFAULT_SUBMISSION_TIMEOUT_S,
               memory_limit_gib: float | None = DEFAULT_MEMORY_LIMIT_GIB,
-              sandboxed: bool = False, cpus: tuple[int, ...] = ()) -> Outcome:
+              sandboxed: bool = False, cpus: tuple[int, ...] = (), neighbours=None) -> Outcome:
     """Grade one submission with real ``nbgrader autograde`` and return its outcome.
 
     ``sandboxed``: the kernel, and for a Ray lab the lab's Ray, run in OS sandboxes
     (:mod:`autograder.grader.sandbox`); the caller has checked that one can be made.
     ``cpus``: the cores of the grading slot this runs in (:mod:`autograder.grader.slots`): the
-    sandboxes' control group holds them there.
+    sandboxes' control group holds them there. ``neighbours``: the other slots of that machine
+    (:class:`autograder.grader.neighbours.Neighbours`), held while a tier they may have cost is
+    measured again.
     """
     importlib.import_module("nbgrader.api")  # loaded before any learner code runs on this machine
 
@@ -351,6 +353,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     findings = static_findings(course, assignment, student)  # before anything of it runs
     seed = _seed_env(student).get("seed")
     session = Session(assignment, seed=int(seed) if seed else None)
+    session.neighbours = neighbours
     endpoint = Endpoint(session.serve, gid=SANDBOX_GID if sandboxed else None)
     leftovers = Leftovers()
     space = workspace.make() if sandboxed else None  # everything its sandboxes may write, size-capped
@@ -398,6 +401,7 @@ def autograde(course: Path, assignment: str, student: str, *,
     if space is not None:
         log += (f"\n[autograder | work folder] peak {space.peak_bytes / 2**20:.0f} MiB written"
                 + (f" of its {workspace.CAP_BYTES / 2**30:g} GiB cap" if space.capped else " (not capped here)"))
+    log += "".join(f"\n[autograder | neighbours] {n}" for n in session.held_notes)
     raised = cell_errors(course / "autograded" / student / assignment)
     log += "".join(f"\n[autograder | an ungraded cell raised] {e}" for e in raised)
     log += "".join(f"\n[autograder | static check] {f}" for f in findings)

@@ -133,6 +133,7 @@ def main(root: Path) -> None:
     """The grading process: the scratch course under ``root`` graded on the slot's cores."""
     from .. import seed
     from . import nbgrader_run
+    from .neighbours import Neighbours
 
     _die_with_parent()
     job, slot = pickle.loads((root / "job.pickle").read_bytes())
@@ -148,7 +149,8 @@ def main(root: Path) -> None:
     scratch = root / "course"
     untouchable = scratch_course.Untouchable(None, nbgrader_run.KIT_ROOT)
     try:
-        outcome = nbgrader_run.autograde(scratch, job.assignment, job.student, cpus=cores, **job.limits.args())
+        outcome = nbgrader_run.autograde(scratch, job.assignment, job.student, cpus=cores,
+                                         neighbours=Neighbours(slot.paths, slot.paths[0].parent), **job.limits.args())
     finally:
         changed = untouchable.restore()
     with tempfile.TemporaryDirectory(prefix="autograder-back-") as tmp:  # bring_back's checks, then read

@@ -47,7 +47,12 @@ class Slot:
             path.write_text(json.dumps([str(f) for f in folders]))
 
     def sweep(self) -> int:
-        """End what the slots' last gradings left running (their recorded groups); how many processes."""
+        """End what the slots' last gradings left running (their recorded groups), and thaw what a
+        grading that died holding its neighbours left frozen (:mod:`autograder.grader.neighbours`);
+        how many processes were ended."""
+        from .neighbours import thaw_stale
+
+        thaw_stale(self.paths[0].parent)
         return sum(_sweep_recorded(path) for path in self.paths)
 
     def release(self) -> None:
