@@ -2,7 +2,8 @@
 
 Builds a throw-away nbgrader course whose source is the kit's own ``solutions/`` (so the
 hidden tests are the real ones), puts the notebook in as the only submission, and runs real
-``nbgrader autograde`` on it. Self-check and instructor grading therefore cannot disagree.
+``nbgrader autograde`` on it through the engine ``grade`` uses (:mod:`autograder.grader.engine`).
+Self-check and instructor grading therefore cannot disagree.
 A student bundle has no ``solutions/``: there the notebook is run in a kernel and checked
 there (:mod:`autograder.bundle_check`), without the checks only the instructor's grading can run.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from .grader import nbgrader_run
 from .grader.errors import SetupError
+from .grader.limits import Limits
 from .grader.nbgrader_run import KIT_ROOT
 from .report import Outcome
 from .report import print_report
@@ -74,7 +76,17 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
         target = course / "submitted" / STUDENT / lab
         target.mkdir(parents=True)
         shutil.copy(notebook, target / f"{lab}.ipynb")
-        return nbgrader_run.autograde(course, lab, STUDENT, **limits)
+        return _graded(course, lab, Limits(**limits))
+
+
+def _graded(course: Path, lab: str, limits: Limits) -> Outcome:
+    """The one submission of ``course`` graded by the engine ``grade`` uses, one at a time in this
+    process (:class:`autograder.grader.engine.Here`): ``check`` and ``grade`` cannot differ."""
+    from .grader.engine import Engine, Here
+
+    engine, ended = Engine(course, Here(course, limits), limits, regrade=True), []
+    engine.run([engine.job(STUDENT, lab)], ended.append)
+    return ended[0].outcome
 
 
 def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbose: bool = False,
