@@ -15,6 +15,7 @@ from nbgrader.api import Gradebook
 
 from autograder.grader import cohort, engine, nbgrader_run, scratch_course, settle
 from autograder.grader.errors import SetupError
+from autograder.grader.limits import Limits
 from autograder.report import Outcome
 from autograder.report import Result
 from notebooks import make_course, released, submit
@@ -84,7 +85,7 @@ def test_a_submission_that_changes_the_course_or_the_kit_scores_0_and_all_is_put
     carol.mkdir(parents=True)
     (carol / "00_measure.ipynb").write_text("carol's work")
 
-    def hostile(scratch, assignment, student, **limits):
+    def hostile(scratch, assignment, student, limits, **where):
         assert scratch != course and not (scratch / "submitted" / "alice").exists()
         with sqlite3.connect(course / "gradebook.db") as con:  # found the real one anyway
             con.execute("update grade set auto_score = 0")
@@ -97,7 +98,7 @@ def test_a_submission_that_changes_the_course_or_the_kit_scores_0_and_all_is_put
     config = (course / "nbgrader_config.py").read_text()
     monkeypatch.setattr(nbgrader_run, "autograde", hostile)
     try:
-        outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+        outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course), Limits(sandboxed=False))
     finally:
         shutil.rmtree(carol.parent)
     assert outcome.score == 0 and "changed the course's or the kit's own files" in outcome.error
@@ -202,7 +203,7 @@ def test_what_a_grader_process_would_import_or_replay_is_held_too(course, tmp_pa
     planted = [course / "secrets.py", course / "gradebook.db-journal", kit / "secrets.py",
                kit / "autograder" / "__pycache__" / "session.cpython-311.pyc", site / "evil.pth"]
 
-    def hostile(scratch, assignment, student, **limits):
+    def hostile(scratch, assignment, student, limits, **where):
         for p in planted:
             p.write_text("import os")
         (kit / "json").mkdir()
@@ -212,17 +213,17 @@ def test_what_a_grader_process_would_import_or_replay_is_held_too(course, tmp_pa
         return Outcome(student, assignment, [Result("ray-task", 2, 2)])
 
     monkeypatch.setattr(nbgrader_run, "autograde", hostile)
-    outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+    outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course), Limits(sandboxed=False))
     assert outcome.score == 0 and "changed the course's or the kit's own files" in outcome.error
     assert not any(p.exists() for p in planted) and not (kit / "json").exists()
     assert bob.read_bytes() == mine and _alice(course) == 2
 
-    def raises(scratch, assignment, student, **limits):
+    def raises(scratch, assignment, student, limits, **where):
         (course / "secrets.py").write_text("import os")
         raise ValueError("Expecting value: line 1 column 2 (char 1)")  # e.g. a broken file the kernel left
 
     monkeypatch.setattr(nbgrader_run, "autograde", raises)
-    outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course))
+    outcome = engine.grade_one(course, "bob", "00_measure", scratch_course.template(course), Limits(sandboxed=False))
     assert outcome.error.startswith("the submission changed") and not (course / "secrets.py").exists()
     assert "ValueError" in outcome.log and outcome.results == []
 
@@ -253,7 +254,7 @@ def test_a_rerun_grades_only_what_changed_and_an_interrupted_run_continues(tmp_p
         submit(course, student, "00_measure", released("00_measure"))
     graded, fail = [], {}
 
-    def fake(course_, student, assignment, gradebook, **limits):
+    def fake(course_, student, assignment, gradebook, limits):
         if fail.get(student) == "interrupt":
             raise KeyboardInterrupt
         graded.append(student)
@@ -304,7 +305,7 @@ def test_feedback_pages_and_the_cohort_report_say_what_the_grader_found(tmp_path
                         Result("batch-model", 1, 2, "<b>tier 1 only</b>")],
                 "cat": [Result("ray-task", 0, 2, "grading failed"), Result("batch-model", 0, 2, "grading failed")]}
 
-    def fake(course_, student, assignment, gradebook, **limits):
+    def fake(course_, student, assignment, gradebook, limits):
         more = {"cat": {"error": "the notebook did not finish in 600 s: killed"},
                 "ben": {"flags": ["ray-task"], "findings": ["uses os.kill"], "seconds_late": 7200, "late_penalty": 1}}
         return Outcome(student, assignment, verdicts[student], seconds={"ann": 30, "ben": 45, "cat": 600}[student],

@@ -201,7 +201,7 @@ def test_a_grade_written_before_the_service_was_killed_is_taken_from_its_record(
     """The narrow window: the grade is in the gradebook and its record saved, the queue file not
     yet updated. The regrading the restart asks for takes the recorded grade instead."""
     calls = []
-    monkeypatch.setattr(engine, "grade_one", lambda c, s, a, gb, **lim: calls.append(s) or Outcome(
+    monkeypatch.setattr(engine, "grade_one", lambda c, s, a, gb, lim: calls.append(s) or Outcome(
         s, a, [Result("ray-task", 2, 2)], seconds=5))
     name = _inbound(course, "ann", LAB, "10:00:00")
     exchange.collect(course, exchange.place(course), exchange.parse(name))

@@ -85,7 +85,7 @@ def no_bytecode():
             os.environ["PYTHONDONTWRITEBYTECODE"] = before[1]
 
 
-def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **limits) -> Outcome:
+def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, limits: Limits) -> Outcome:
     """Autograde one submission in a scratch course of its own; merge only its grade back.
 
     ``gradebook`` is the course's gradebook without students (:func:`scratch_course.template`).
@@ -99,7 +99,7 @@ def grade_one(course: Path, student: str, assignment: str, gradebook: bytes, **l
         with tempfile.TemporaryDirectory(prefix="autograder-scratch-") as tmp:
             scratch, left_out = scratch_course.make(course, student, assignment, gradebook, Path(tmp))
             try:
-                outcome = nbgrader_run.autograde(scratch, assignment, student, **limits)
+                outcome = nbgrader_run.autograde(scratch, assignment, student, limits)
             finally:  # put back first, then copy its autograded work in
                 changed = untouchable.restore()
             left_behind = scratch_course.bring_back(scratch, course, student, assignment)
@@ -133,7 +133,7 @@ class Here:
         # the template as the course has it now: it knows labs released since the service started
         gradebook = self.gradebook if self.gradebook is not None else scratch_course.template(self.course)
         with no_bytecode():
-            return [Finished(job, grade_one(self.course, job.student, job.assignment, gradebook, **self.limits.args()))]
+            return [Finished(job, grade_one(self.course, job.student, job.assignment, gradebook, self.limits))]
 
     def close(self) -> None:
         self._next = None

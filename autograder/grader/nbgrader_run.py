@@ -21,12 +21,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import seed
 from . import workspace
 from .processes import SAFE_PATH, Leftovers, not_ray, run_watched
 from ..report import Outcome, Result
 from .errors import SetupError
+
+if TYPE_CHECKING:
+    from .limits import Limits
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CELL_TIMEOUT_S = 240
@@ -329,15 +333,13 @@ def control_group(lab: str, memory_limit_gib: float | None, cpus: tuple[int, ...
     return cgroup.create(memory_bytes=memory, processes=processes, cpus=cpus, pausable=True)
 
 
-def autograde(course: Path, assignment: str, student: str, *,
-              cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
-              timeout_s: float = DEFAULT_SUBMISSION_TIMEOUT_S,
-              memory_limit_gib: float | None = DEFAULT_MEMORY_LIMIT_GIB,
-              sandboxed: bool = False, cpus: tuple[int, ...] = (), neighbours=None) -> Outcome:
+def autograde(course: Path, assignment: str, student: str, limits: Limits, *,
+              cpus: tuple[int, ...] = (), neighbours=None) -> Outcome:
     """Grade one submission with real ``nbgrader autograde`` and return its outcome.
 
-    ``sandboxed``: the kernel, and for a Ray lab the lab's Ray, run in OS sandboxes
-    (:mod:`autograder.grader.sandbox`); the caller has checked that one can be made.
+    ``limits``: its timeouts, its memory cap, and whether the kernel, and for a Ray lab the lab's
+    Ray, run in OS sandboxes (:mod:`autograder.grader.sandbox`; the caller has checked that one
+    can be made).
     ``cpus``: the cores of the grading slot this runs in (:mod:`autograder.grader.slots`): the
     sandboxes' control group holds them there. ``neighbours``: the other slots of that machine
     (:class:`autograder.grader.neighbours.Neighbours`), held while a tier they may have cost is
@@ -349,6 +351,8 @@ def autograde(course: Path, assignment: str, student: str, *,
     from .sandbox import SANDBOX_GID
     from .session import Session
 
+    cell_timeout_s, timeout_s = limits.cell_timeout_s, limits.timeout_s
+    memory_limit_gib, sandboxed = limits.memory_limit_gib, limits.sandboxed
     started = time.monotonic()
     findings = static_findings(course, assignment, student)  # before anything of it runs
     seed = _seed_env(student).get("seed")

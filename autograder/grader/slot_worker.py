@@ -149,8 +149,8 @@ def main(root: Path) -> None:
     scratch = root / "course"
     untouchable = scratch_course.Untouchable(None, nbgrader_run.KIT_ROOT)
     try:
-        outcome = nbgrader_run.autograde(scratch, job.assignment, job.student, cpus=cores,
-                                         neighbours=Neighbours(slot.paths, slot.paths[0].parent), **job.limits.args())
+        outcome = nbgrader_run.autograde(scratch, job.assignment, job.student, job.limits, cpus=cores,
+                                         neighbours=Neighbours(slot.paths, slot.paths[0].parent))
     finally:
         changed = untouchable.restore()
     with tempfile.TemporaryDirectory(prefix="autograder-back-") as tmp:  # bring_back's checks, then read
