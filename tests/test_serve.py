@@ -20,7 +20,7 @@ from autograder.grader import engine, exchange, intake, serve, status_page
 from autograder.grader import submission_queue as sq
 from autograder.grader.limits import Limits
 from autograder.report import Outcome, Result
-from notebooks import make_course, released, sandboxed
+from notebooks import make_course, released, sandboxed, solution
 
 RATE = sq.Rate(5, 24)
 LAB = "00_measure"
@@ -486,6 +486,7 @@ def test_check_grade_grade_with_workers_and_serve_give_one_submission_the_same_o
     unsandboxed = [] if sandboxed() else ["--unsandboxed"]
     began = time.monotonic()
     seen = {"check": selfcheck.grade_notebook(nb, LAB, sandboxed=sandboxed())}
+    shutil.copytree(solution(LAB).parent, course / "solutions" / LAB)  # the course's source: its hidden tests
     with open(course / "nbgrader_config.py", "a") as f:
         f.write("\nc.CollectApp.check_owner = False  # the test's students are not Unix users\n")
     _inbound(course, "ann", LAB, "10:00:00", nb)
