@@ -20,7 +20,7 @@ from autograder.grader import engine, exchange, intake, serve, status_page
 from autograder.grader import submission_queue as sq
 from autograder.grader.limits import Limits
 from autograder.report import Outcome, Result
-from notebooks import make_course, released, sandboxed, solution
+from notebooks import make_course, released, sandboxed
 
 RATE = sq.Rate(5, 24)
 LAB = "00_measure"
@@ -472,7 +472,7 @@ def _same(o: Outcome) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.grading
-def test_check_grade_grade_with_workers_and_serve_give_one_submission_the_same_outcome(course, tmp_path):
+def test_check_grade_grade_with_workers_and_serve_give_one_submission_the_same_outcome(tmp_path):
     """One grading path (issue 53): ann's lab 00 -- the solution's ``throughput`` and
     ``submit_batch``, ``best_batch_size`` left blank, so some checks pass and some fail without a
     timed tier in play -- graded by ``check``, by ``grade`` one at a time, by ``grade --workers 2``
@@ -486,9 +486,13 @@ def test_check_grade_grade_with_workers_and_serve_give_one_submission_the_same_o
     unsandboxed = [] if sandboxed() else ["--unsandboxed"]
     began = time.monotonic()
     seen = {"check": selfcheck.grade_notebook(nb, LAB, sandboxed=sandboxed())}
-    shutil.copytree(solution(LAB).parent, course / "solutions" / LAB)  # the course's source: its hidden tests
+    course = make_course(tmp_path / "course", [LAB])
+    (tmp_path / "exchange" / "kit101" / "inbound").mkdir(parents=True)
     with open(course / "nbgrader_config.py", "a") as f:
-        f.write("\nc.CollectApp.check_owner = False  # the test's students are not Unix users\n")
+        f.write(f"\nc.CourseDirectory.course_id = 'kit101'\nc.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
+                "c.CollectApp.check_owner = False  # the test's students are not Unix users\n")
+    _nbgrader(["generate_assignment", LAB], course)
+    _nbgrader(["db", "student", "add", "ann"], course)
     _inbound(course, "ann", LAB, "10:00:00", nb)
     assert cli.main(["serve", str(course), "--once", *unsandboxed]) == 0
     (seen["serve"],) = cohort_report.recorded(course)
