@@ -109,8 +109,9 @@ def ray_cluster(name: str, ns: str, *, workers: int, gpus_per_worker: int = 1,
 
 def ray_job(name: str, ns: str, entrypoint: str, *, workers: int, gpus_per_worker: int = 1,
             ray_version: str = "2.60.0", image: str | None = None) -> dict:
-    """A KubeRay RayJob: KubeRay starts a RayCluster for it, runs ``entrypoint`` on it, and
-    tears it down when the job ends (KubeRay docs, "RayJob Quickstart")."""
+    """A KubeRay RayJob: KubeRay starts a RayCluster for it and runs ``entrypoint`` on it; it tears
+    the cluster down when the job ends only because ``shutdownAfterJobFinishes`` is set here (its
+    default is false: KubeRay docs, "RayJob Quickstart")."""
     cluster = ray_cluster(name, ns, workers=workers, gpus_per_worker=gpus_per_worker, min_workers=workers,
                           ray_version=ray_version, image=image)
     return {"apiVersion": KUBERAY_API, "kind": "RayJob", "metadata": {"name": name, "namespace": ns},
@@ -284,9 +285,12 @@ def _raycluster(obj) -> None:
         _fail(obj, "apiVersion", f"expected {KUBERAY_API!r}, got {obj.get('apiVersion')!r}")
     _meta(obj, namespaced=True)
     spec = _need(obj, obj, "spec", "", dict)
+    # RayClusterSpec's fields in KubeRay v1.7.0 (ray-operator/apis/ray/v1/raycluster_types.go): authOptions
+    # and upgradeStrategy from v1.6.0, historyServerOptions, networkPolicy and tlsOptions from v1.7.0.
     extra = set(spec) - {"rayVersion", "headGroupSpec", "workerGroupSpecs", "enableInTreeAutoscaling",
                          "autoscalerOptions", "suspend", "headServiceAnnotations", "gcsFaultToleranceOptions",
-                         "managedBy"}
+                         "managedBy", "authOptions", "upgradeStrategy", "historyServerOptions", "networkPolicy",
+                         "tlsOptions"}
     if extra:
         _fail(obj, "spec", f"unknown field(s) {', '.join(sorted(extra))}")
     _need(obj, spec, "rayVersion", "spec", str)

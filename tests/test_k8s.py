@@ -103,6 +103,18 @@ def test_validate_does_not_change_the_manifest():
     assert rc == before
 
 
+def test_kuberays_own_spec_fields_are_accepted():
+    """KubeRay v1.7.0's RayClusterSpec (ray-operator/apis/ray/v1/raycluster_types.go) has authOptions and
+    upgradeStrategy (from v1.6.0): lab 03 names spec.authOptions as the way to turn token auth on."""
+    rc = _rc()
+    rc["spec"]["authOptions"] = {"mode": "token"}
+    rc["spec"]["upgradeStrategy"] = {"type": "Recreate"}
+    assert k8s.validate(rc) is rc
+    rc["spec"]["authOptionz"] = {"mode": "token"}
+    with pytest.raises(k8s.ManifestError, match=r"unknown field\(s\) authOptionz"):
+        k8s.validate(rc)
+
+
 def test_whole_number():
     assert [k8s.whole_number(v) for v in (2, "3", "0.5", 1.0, True, None)] == [2, 3, None, None, None, None]
 
