@@ -484,12 +484,13 @@ def _pod_gpus(template) -> int:
 
 
 def raycluster_max_gpus(rc: dict) -> int:
-    """The most GPUs a RayCluster can hold: head pod plus every worker group at maxReplicas."""
+    """The most GPUs a RayCluster can hold: head pod plus every worker group at maxReplicas, each
+    replica ``numOfHosts`` pods (a multi-host group; KubeRay's ``WorkerGroupSpec``, default 1)."""
     spec = rc.get("spec") or {}
     total = _pod_gpus((spec.get("headGroupSpec") or {}).get("template"))
     for g in spec.get("workerGroupSpecs") or []:
-        n = g.get("maxReplicas", g.get("replicas", 0))
-        total += (n if isinstance(n, int) else 0) * _pod_gpus(g.get("template"))
+        n, hosts = g.get("maxReplicas", g.get("replicas", 0)), g.get("numOfHosts", 1)
+        total += (n if isinstance(n, int) else 0) * (hosts if isinstance(hosts, int) else 1) * _pod_gpus(g.get("template"))
     return total
 
 

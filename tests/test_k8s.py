@@ -30,6 +30,9 @@ def test_builders_are_valid_and_round_trip_through_yaml():
     assert k8s.queue_gpus(objs) == {"tenant-a": 8, "tenant-b": 4, "tenant-c": 4}
     rc = k8s.by_kind(objs, "RayCluster")[0]
     assert k8s.raycluster_max_gpus(rc) == 8
+    multi = {**rc, "spec": {**rc["spec"], "workerGroupSpecs": [{**g, "numOfHosts": 2} for g in rc["spec"]["workerGroupSpecs"]]}}
+    head = k8s._pod_gpus(rc["spec"]["headGroupSpec"]["template"])
+    assert k8s.raycluster_max_gpus(multi) == head + 2 * (8 - head)  # each replica of a multi-host group is 2 pods
     assert rc["metadata"]["labels"] == {k8s.QUEUE_LABEL: "gpu-queue"}
     worker = rc["spec"]["workerGroupSpecs"][0]
     assert {"groupName", "replicas", "minReplicas", "maxReplicas", "rayStartParams", "template"} <= set(worker)
