@@ -71,7 +71,7 @@ def grade(name: str) -> None:
 def _local_session():
     """The in-kernel session for hidden cells run outside grading: one per lab, so that the
     tiers of one measurement share it, and a fresh one once a graded function was redefined."""
-    from .grader import session
+    from .grader.session import session
     from .kernel.agent import _main_namespace
     from .labs import learner_names
     from .kernel.stash import STASH
@@ -95,9 +95,9 @@ def check(name: str | None = None, *, lab: str | None = None, namespace: dict | 
     """
     import __main__
 
-    from .grader.catalog import for_lab
+    from .grader.session.catalog import for_lab
     from .report import print_report
-    from .grader.session import local
+    from .grader.session.session import local
     from .kernel.stash import STASH
 
     lab = lab or STASH.lab

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .grader.nbgrader_run import cell_errors
+from .grader.nbgrading.nbgrader_run import cell_errors
 from .report import Outcome
 from .report import Result
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 from course import backend
 
-from .grader.catalog import checks_module, for_lab, tiered
+from .grader.session.catalog import checks_module, for_lab, tiered
 from .labs import needs_ray, ray_start
 from .selfcheck import labs
 
@@ -80,11 +80,11 @@ def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degrad
 
     ``sandboxed``: each copy in a learner's sandbox and the reference in its grading process,
     a fresh session per run and copy, as grading measures a kernel
-    (:mod:`autograder.grader.calibration_session`); otherwise all in this process.
+    (:mod:`autograder.grader.engine.calibration_session`); otherwise all in this process.
     """
     out = [Calibration(lab, t.name, t.thresholds) for t in tiered(lab)]
     if sandboxed:
-        from .grader.calibration_session import sandboxed as session_of
+        from .grader.engine.calibration_session import sandboxed as session_of
 
         for _ in range(runs):
             for kind in copies:
@@ -95,8 +95,8 @@ def measure(lab: str, runs: int, copies: tuple[str, ...] = ("reference", "degrad
                     for cal in out:
                         cal.errors.append(f"{kind}: {type(exc).__name__}: {str(exc)[:200]}")
         return out
-    from .grader.catalog import reference as namespace
-    from .grader.session import Session
+    from .grader.session.catalog import reference as namespace
+    from .grader.session.session import Session
     from .transport import Learner
 
     made = {"reference": lambda: namespace(lab), "degraded": lambda: namespace(lab)["degraded"]()}
@@ -130,8 +130,8 @@ def notes(lab: str) -> list[str]:
     module = importlib.import_module(checks_module(lab))
     if not hasattr(module, "calibrate"):
         return []
-    from .grader.catalog import reference as namespace
-    from .grader.session import Session
+    from .grader.session.catalog import reference as namespace
+    from .grader.session.session import Session
     from .transport import Learner
 
     return list(module.calibrate(Session(lab, learner=Learner(namespace=namespace(lab)))))
@@ -144,10 +144,11 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers
     Each copy is measured in a learner's sandbox, as grading measures a kernel, where one can be
     made here; ``in_process`` (or no sandbox here, said in one line) measures both in this process.
     ``workers`` > 1: that many calibrations at once, one per grading slot's cores, then each lab's
-    solution graded that many at a time (:mod:`autograder.grader.fair_timing`); exit code 1 also
+    solution graded that many at a time (:mod:`autograder.grader.engine.fair_timing`); exit code 1 also
     when a solution lost a point. Either way the verdict is kept for ``grade --workers``.
     """
-    from .grader import fair_timing, sandbox
+    from .grader.engine import fair_timing
+    from .grader.isolation import sandbox
 
     chosen = [lab] if lab else labs()
     for name in chosen:
@@ -181,8 +182,8 @@ def run(lab: str | None = None, *, runs: int = 1, as_json: bool = False, workers
 
 def _side_by_side(lab: str | None, chosen: list[str], workers: int, runs: int, in_process: bool) -> int:
     """``calibrate --workers N``: the tiers N at a time, then each lab's solution graded N at a
-    time (:mod:`autograder.grader.fair_timing`), kept for ``grade --workers``; its exit code."""
-    from .grader import fair_timing
+    time (:mod:`autograder.grader.engine.fair_timing`), kept for ``grade --workers``; its exit code."""
+    from .grader.engine import fair_timing
 
     verdict = fair_timing.measure(lab, workers, runs, in_process=in_process)
     lost = fair_timing.grade_solutions(chosen, workers, runs, sandboxed=not in_process)

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from .labs import UnknownLab
-from .grader.processes import sigterm_as_ctrl_c
+from .grader.isolation.processes import sigterm_as_ctrl_c
 from .grader.errors import SetupError
-from .grader.nbgrader_run import DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S
+from .grader.nbgrading.nbgrader_run import DEFAULT_CELL_TIMEOUT_S, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_SUBMISSION_TIMEOUT_S
 
 
 def parser() -> argparse.ArgumentParser:
@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace) -> int:
             return selfcheck.run(args.notebook, args.lab, as_json=args.json, verbose=args.verbose,
                                  unsandboxed=args.unsandboxed, **lim)
         if args.command == "serve" and args.status:
-            from .grader import serve
+            from .grader.service import serve
 
             return serve.print_status(args.course_dir, args.status, as_json=args.json)
         if args.command in ("grade", "serve", "calibrate", "release", "colab"):
@@ -134,14 +134,14 @@ def _run(args: argparse.Namespace) -> int:
                 raise SetupError(f"this is a student bundle: `{args.command}` needs the instructor's kit "
                                  "(the repository, with solutions/ and each lab's reference/)")
         if args.command == "grade":
-            from .grader import cohort
+            from .grader.engine import cohort
 
             return cohort.run(args.course_dir, args.assignment, csv_path=args.csv, sandboxed=not args.unsandboxed,
                               regrade=args.regrade, workers=args.workers, ray_address=args.ray,
                               uncalibrated=args.uncalibrated, **lim)
         if args.command == "serve":
-            from .grader import serve
-            from .grader.submission_queue import Rate
+            from .grader.service import serve
+            from .grader.service.submission_queue import Rate
 
             try:
                 rate = Rate.parse(args.rate)
@@ -151,7 +151,7 @@ def _run(args: argparse.Namespace) -> int:
             return serve.main(args.course_dir, workers=args.workers, ray_address=args.ray, once=args.once,
                               sandboxed=not args.unsandboxed, options=options, uncalibrated=args.uncalibrated, **lim)
         if args.command == "report":
-            from .grader import cohort_report
+            from .grader.engine import cohort_report
 
             if not (args.course_dir / "nbgrader_config.py").exists():
                 raise SetupError(f"{args.course_dir} is not an nbgrader course (no nbgrader_config.py)")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .grader.nbgrader_run import KIT_ROOT
+from .grader.nbgrading.nbgrader_run import KIT_ROOT
 
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"  # Colab's own badge
 SETUP_ID = "install"  # the setup cell's nbgrader grade_id

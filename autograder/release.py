@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from .grader.errors import SetupError
-from .grader.nbgrader_run import KIT_ROOT
+from .grader.nbgrading.nbgrader_run import KIT_ROOT
 
 LEFT_OUT = ("reference", "__pycache__", "*.pyc")  # inside autograder/ and course/
 BUILD = ("pyproject.toml", "setup.py")  # how the bundle installs, as the kit does

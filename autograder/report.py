@@ -67,7 +67,7 @@ class Outcome:
     late_penalty: float = 0.0                             # nbgrader's late-submission plugin's, in points
     sandboxed: bool = False                               # learner code ran in the OS sandbox
     peak_memory_bytes: int = 0                            # its control group's peak (tmpfs included); 0: not measured
-    peak_disk_bytes: int = 0                              # its work folder's peak (autograder.grader.workspace)
+    peak_disk_bytes: int = 0                              # its work folder's peak (autograder.grader.isolation.workspace)
 
     @property
     def score(self) -> float:

@@ -35,7 +35,7 @@ def hide() -> None:
 
 def handed(value: str | None) -> None:
     """Take the seed handed over in a private file by the process that started this one (a
-    grading slot's job, :mod:`autograder.grader.slot_worker`), never through the environment."""
+    grading slot's job, :mod:`autograder.grader.engine.slot_worker`), never through the environment."""
     os.environ.pop(FD_ENV, None)
     if value:
         os.environ[FD_ENV] = str(_memory_file(value, inheritable=False))

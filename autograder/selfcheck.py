@@ -2,7 +2,7 @@
 
 Builds a throw-away nbgrader course whose source is the kit's own ``solutions/`` (so the
 hidden tests are the real ones), puts the notebook in as the only submission, and runs real
-``nbgrader autograde`` on it through the engine ``grade`` uses (:mod:`autograder.grader.engine`).
+``nbgrader autograde`` on it through the engine ``grade`` uses (:mod:`autograder.grader.engine.engine`).
 Self-check and instructor grading therefore cannot disagree.
 A student bundle has no ``solutions/``: there the notebook is run in a kernel and checked
 there (:mod:`autograder.bundle_check`), without the checks only the instructor's grading can run.
@@ -18,10 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .grader import nbgrader_run
+from .grader.nbgrading import nbgrader_run
 from .grader.errors import SetupError
-from .grader.limits import Limits
-from .grader.nbgrader_run import KIT_ROOT
+from .grader.engine.limits import Limits
+from .grader.nbgrading.nbgrader_run import KIT_ROOT
 from .report import Outcome
 from .report import print_report
 
@@ -65,7 +65,7 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
 
         return grade_in_kernel(notebook, lab, **limits)
     if limits.get("sandboxed") is None:  # in the sandbox wherever one can be made
-        from .grader import sandbox
+        from .grader.isolation import sandbox
 
         limits["sandboxed"] = not sandbox.unavailable()
     with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
@@ -81,8 +81,8 @@ def grade_notebook(notebook: Path, lab: str | None = None, **limits) -> Outcome:
 
 def _graded(course: Path, lab: str, limits: Limits) -> Outcome:
     """The one submission of ``course`` graded by the engine ``grade`` uses, one at a time in this
-    process (:class:`autograder.grader.engine.Here`): ``check`` and ``grade`` cannot differ."""
-    from .grader.engine import Engine, Here
+    process (:class:`autograder.grader.engine.engine.Here`): ``check`` and ``grade`` cannot differ."""
+    from .grader.engine.engine import Engine, Here
 
     engine, ended = Engine(course, Here(course, limits), limits, regrade=True), []
     engine.run([engine.job(STUDENT, lab)], ended.append)
@@ -96,7 +96,7 @@ def run(notebook: Path, lab: str | None = None, *, as_json: bool = False, verbos
     The notebook runs in the grader's sandbox where one can be made; on a learner's own machine
     it may run without (tampering there fools only the learner), and the report says so.
     """
-    from .grader import sandbox
+    from .grader.isolation import sandbox
 
     why_not = "--unsandboxed" if unsandboxed else sandbox.unavailable()
     if why_not and not as_json:

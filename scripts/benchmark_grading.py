@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from notebooks import make_course, released, submit, variant  # noqa: E402
 
-from autograder.grader import cohort, fair_timing  # noqa: E402
-from autograder.grader.slots import RESOURCE  # noqa: E402
+from autograder.grader.engine import cohort, fair_timing  # noqa: E402
+from autograder.grader.engine.slots import RESOURCE  # noqa: E402
 
 LIMITS = {"cell_timeout_s": 240, "timeout_s": 1800, "memory_limit_gib": 4}
 

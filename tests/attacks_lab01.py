@@ -32,7 +32,7 @@ ATTACKS["l01-skip-and-noop"] = dict(
 import autograder
 from autograder import checks
 from autograder.kernel import agent
-from autograder.grader import session
+from autograder.grader.session import session
 from autograder.labs.lab01 import checks as lab01
 
 def _skip_graded(lines):  # every hidden test cell starts "# Graded (N points)": run `pass` instead

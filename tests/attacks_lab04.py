@@ -112,7 +112,7 @@ ATTACKS["l04-noop-and-skip"] = dict(
 import autograder
 from autograder import checks
 from autograder.kernel import agent
-from autograder.grader import session
+from autograder.grader.session import session
 from autograder.labs.lab04 import checks as lab04
 
 def _skip_graded(lines):  # every hidden test cell starts "# Graded (N points)": run `pass` instead

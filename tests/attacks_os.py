@@ -1,5 +1,5 @@
 """Hostile submissions against the OS sandbox (issue 26): what a student who has read
-``autograder/grader/sandbox.py`` tries from the kernel, from processes it starts, and -- in a
+``autograder/grader/isolation/sandbox.py`` tries from the kernel, from processes it starts, and -- in a
 Ray lab -- from a Ray task.
 
 :data:`PROBE` is one function, ``attack(T, who, only=None)``, pasted into a code cell added

@@ -4,10 +4,10 @@ small class in the default set, the full one in the extended set), or by hand:
 
     python tests/class_sim.py --students 300 --nodes 16 --slots 2 --out build/class-sim.json
 
-What is real: :class:`autograder.grader.serve.Service` (intake from an nbgrader exchange folder,
+What is real: :class:`autograder.grader.service.serve.Service` (intake from an nbgrader exchange folder,
 the fair queue, the rate limit, claiming a free slot at once, the state file), the engine
-(:class:`autograder.grader.engine.Engine`: fingerprints, records), the estimated waits each
-student's page shows (:func:`autograder.grader.status_page.rows`, read the moment they submit),
+(:class:`autograder.grader.engine.engine.Engine`: fingerprints, records), the estimated waits each
+student's page shows (:func:`autograder.grader.service.status_page.rows`, read the moment they submit),
 and Ray's scheduling of one task a grading onto ``--nodes`` nodes of ``--slots`` grading slots
 each (``ray.cluster_utils.Cluster``: a raylet a node, on this one machine).
 
@@ -72,13 +72,13 @@ def plan(students: int, window_s: float, seed: int) -> list[Submission]:
 
 
 class SleepSlots:
-    """An engine backend (:class:`autograder.grader.engine.Backend`) whose gradings are Ray tasks
+    """An engine backend (:class:`autograder.grader.engine.engine.Backend`) whose gradings are Ray tasks
     in grading slots that sleep for their drawn, compressed duration."""
 
     def __init__(self, durations: dict[tuple[str, str], float]):
         import ray
 
-        from autograder.grader.slots import RESOURCE
+        from autograder.grader.engine.slots import RESOURCE
 
         self.durations = durations  # (student, lab) of the submission graded next -> seconds, real time
         self.capacity = int(ray.cluster_resources().get(RESOURCE, 1))
@@ -105,7 +105,7 @@ class SleepSlots:
     def wait(self, timeout_s):
         import ray
 
-        from autograder.grader.engine import Finished
+        from autograder.grader.engine.engine import Finished
         from autograder.report import Outcome, Result
 
         if not self._running:
@@ -144,7 +144,7 @@ def _course(tmp: Path, students: list[str], speed: float) -> Path:
             gb.update_or_create_assignment(lab)
         for s in students:
             gb.update_or_create_student(s)
-    from autograder.grader import resume
+    from autograder.grader.engine import resume
 
     for lab, kinds in MEASURED.items():
         record = course / resume.FOLDER / lab / "teacher.json"
@@ -176,10 +176,10 @@ def run(students: int = 300, nodes: int = 16, slots: int = 2, window_s: float = 
     import ray
     from ray.cluster_utils import Cluster
 
-    from autograder.grader import serve, status_page
-    from autograder.grader.limits import Limits
-    from autograder.grader import submission_queue as sq
-    from autograder.grader.slots import RESOURCE
+    from autograder.grader.service import serve, status_page
+    from autograder.grader.engine.limits import Limits
+    from autograder.grader.service import submission_queue as sq
+    from autograder.grader.engine.slots import RESOURCE
 
     subs = plan(students, window_s, seed)
     rng = random.Random(seed + 1)
@@ -232,7 +232,7 @@ def run(students: int = 300, nodes: int = 16, slots: int = 2, window_s: float = 
 
 def _unseen(service) -> bool:
     """Whether the exchange holds a complete submission the service has not taken in yet."""
-    from autograder.grader import exchange
+    from autograder.grader.nbgrading import exchange
 
     complete, _ = exchange.scan(service.where)
     return any(i.name not in service.book for i in complete)
@@ -241,7 +241,7 @@ def _unseen(service) -> bool:
 def _measure(book, subs, drawn, names, shown, begun, slots, speed, cluster_s) -> dict:
     """Makespan against its bound, the fairness rule, and each student's shown wait against the
     wait they had, in real seconds."""
-    from autograder.grader import submission_queue as sq
+    from autograder.grader.service import submission_queue as sq
 
     graded = [e for e in book.values() if e.state == sq.GRADED]
     replaced = [e for e in book.values() if e.state == sq.REPLACED]
@@ -277,7 +277,7 @@ def _measure(book, subs, drawn, names, shown, begun, slots, speed, cluster_s) ->
 
 def overlapping(book) -> int:
     """Pairs of one student's gradings that ran at the same time (the rule: at most one)."""
-    from autograder.grader import submission_queue as sq
+    from autograder.grader.service import submission_queue as sq
 
     runs: dict[str, list[tuple[float, float]]] = {}
     for e in book.values():
@@ -290,7 +290,7 @@ def unfair(book) -> int:
     """Claims that broke fair order, read back from the book alone: a grading that started while
     a submission with an earlier ticket waited (a ticket: when the submission took its place in
     line, but never earlier than the start of its student's last grading), its student idle."""
-    from autograder.grader import submission_queue as sq
+    from autograder.grader.service import submission_queue as sq
 
     ran = [e for e in book.values() if e.state == sq.GRADED]
     bad = 0

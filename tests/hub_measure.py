@@ -34,7 +34,7 @@ import nbformat  # noqa: E402
 
 import hubsite  # noqa: E402
 import test_hub  # noqa: E402
-from autograder.grader import submission_queue as sq  # noqa: E402
+from autograder.grader.service import submission_queue as sq  # noqa: E402
 from hubsite import COURSE_ID, LAB  # noqa: E402
 from notebooks import ROOT, released, solution  # noqa: E402
 

@@ -284,7 +284,7 @@ def _started(pid: int) -> int | None:
 
 def _family(pid: int) -> dict[int, int]:
     """pid -> start time of ``pid`` and each of its live descendants."""
-    from autograder.grader.processes import descendants
+    from autograder.grader.isolation.processes import descendants
 
     return {p: t for p in (pid, *descendants(pid)) if (t := _started(p)) is not None}
 
@@ -332,7 +332,7 @@ def _end_leftovers(hub: Hub, family: dict[int, int]) -> list[str]:
     """SIGKILL what the hub started and left: the processes of ``family`` (pid -> start time)
     still running, and those whose command line, environment or working folder names this hub's
     folder; their command lines (empty: none was left)."""
-    from autograder.grader.processes import _command, _zombie
+    from autograder.grader.isolation.processes import _command, _zombie
 
     mark = str(hub.base).encode()
     left = []

@@ -10,7 +10,7 @@ writes 1.5 GiB files into its capped work folder and deletes them (page cache, t
 ``procs`` starts short processes in bursts of 50. Both are graded sandboxed, 2 slots on this
 machine, as ``grade --workers 2`` grades students (``--uncalibrated``: the measurement is what
 calibration would decide). Prints one line a run: the solution's score, and what the grading
-measured again with its neighbour held (:mod:`autograder.grader.neighbours`)."""
+measured again with its neighbour held (:mod:`autograder.grader.isolation.neighbours`)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ NEIGHBOUR, SOLUTION = "a-neighbour", "b-solution"
 
 def one(lab: str, kind: str, seconds: int, tmp: Path) -> dict:
     """Grade ``lab``'s solution beside a ``kind`` neighbour, 2 slots; what the solution got."""
-    from autograder.grader import cohort_report
+    from autograder.grader.engine import cohort_report
 
     labs = sorted({lab, "00_measure"})
     course = make_course(tmp / "course", labs)

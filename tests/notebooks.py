@@ -88,7 +88,7 @@ def submit(course: Path, student: str, lab: str, notebook: Path) -> None:
 def sandboxed() -> bool:
     """Whether gradings in tests run in the OS sandbox: wherever one can be made (CI requires
     it: ``COURSE_KIT_REQUIRE_SANDBOX``), as an instructor's ``grade`` does."""
-    from autograder.grader import sandbox
+    from autograder.grader.isolation import sandbox
 
     return not sandbox.unavailable()
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import attacks_os
 from attacks_os import MARK
-from autograder.grader import cohort
-from autograder.grader import sandbox
+from autograder.grader.engine import cohort
+from autograder.grader.isolation import sandbox
 from notebooks import make_course, submit, variant
 
 SANDBOX_UIDS = (sandbox.LEARNER_UID, sandbox.GRADER_RAY_UID, sandbox.REFERENCE_UID)

@@ -18,8 +18,8 @@ import attacks_lab02
 import attacks_lab03
 import attacks_lab04
 import attacks_lab05
-from autograder.grader import catalog
-from autograder.grader import cohort
+from autograder.grader.session import catalog
+from autograder.grader.engine import cohort
 from notebooks import extended, make_course, only_extended, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading]  # one cohort of ~14 submissions on 2 cores

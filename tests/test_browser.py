@@ -28,7 +28,7 @@ import pytest
 
 from autograder import selfcheck
 
-from autograder.grader import processes
+from autograder.grader.isolation import processes
 from notebooks import ROOT, extended, released
 
 CHROMIUM = "/usr/bin/chromium"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from autograder import calibrate, cli
-from autograder.grader import sandbox
-from autograder.grader.catalog import tiered
+from autograder.grader.isolation import sandbox
+from autograder.grader.session.catalog import tiered
 from autograder.labs import learner_names, needs_ray, own_reference_ray
-from autograder.grader.catalog import reference as namespace
+from autograder.grader.session.catalog import reference as namespace
 from autograder.selfcheck import labs
 from notebooks import only_extended
 
@@ -112,7 +112,7 @@ def test_calibrate_gate_the_degraded_copy_fails_every_top_tier_in_a_kernel_s_san
     over the channel; where the lab's reference has a Ray of its own, the reference process runs as
     another user, in PID, network and mount namespaces the copy does not share; everything it
     started ends with it."""
-    from autograder.grader import calibration_session
+    from autograder.grader.engine import calibration_session
 
     if sandbox.unavailable():
         if os.environ.get("COURSE_KIT_REQUIRE_SANDBOX") == "1":
@@ -156,7 +156,7 @@ def test_sandboxed_lab_04s_reference_jobs_read_shards_on_a_cluster_of_their_own(
     rounds, are for `calibrate` to judge)."""
     import dataclasses
 
-    from autograder.grader import calibration_session
+    from autograder.grader.engine import calibration_session
     from autograder.labs.lab04 import checks as lab04
     from course import locality
 

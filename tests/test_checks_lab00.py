@@ -11,7 +11,7 @@ import pytest
 
 from autograder.labs.lab00 import checks as lab00
 from autograder.labs.lab00 import reference as reference
-from autograder.grader.session import Session
+from autograder.grader.session.session import Session
 from autograder.transport import Learner
 from course import backend
 

@@ -15,7 +15,7 @@ import ray
 
 from autograder.labs.lab01 import checks as lab01
 from autograder.labs.lab01 import reference as reference
-from autograder.grader.session import Session
+from autograder.grader.session.session import Session
 from autograder.transport import Learner
 from autograder.labs.lab01.instruments import ArmedGPU, receipt, seal
 from course import backend, fleet, kernels

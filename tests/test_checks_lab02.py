@@ -19,7 +19,7 @@ from ray import cloudpickle
 
 from autograder.labs.lab02 import checks as lab02
 from autograder.labs.lab02 import reference as ref
-from autograder.grader.session import Session
+from autograder.grader.session.session import Session
 from autograder.transport import Learner
 from course import faults
 

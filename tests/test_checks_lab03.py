@@ -16,7 +16,7 @@ import pytest
 
 from autograder.labs.lab03 import checks as lab03
 from autograder.labs.lab03 import reference as ref
-from autograder.grader.session import Session
+from autograder.grader.session.session import Session
 from autograder.transport import Learner
 from course import k8s, tenancy
 from notebooks import only_extended
@@ -39,7 +39,7 @@ def test_alt_quotas_split_the_pool_differently():
 
 
 def test_points():
-    from autograder.grader.catalog import for_lab
+    from autograder.grader.session.catalog import for_lab
 
     checks = for_lab(lab03.LAB)
     measured = {n for n in checks if n.startswith(("resources-", "groups-"))}

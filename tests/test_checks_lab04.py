@@ -18,11 +18,11 @@ import pytest
 import ray
 from ray import cloudpickle
 
-from autograder.grader.catalog import for_lab
+from autograder.grader.session.catalog import for_lab
 from autograder.labs.lab04 import checks as lab04
 from autograder.labs.lab04 import reference as ref
-from autograder.grader.catalog import reference as namespace
-from autograder.grader.session import Session
+from autograder.grader.session.catalog import reference as namespace
+from autograder.grader.session.session import Session
 from autograder.labs.lab04 import instruments
 from autograder.transport import Learner
 from course import kernels, locality

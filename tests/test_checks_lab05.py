@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from autograder import selfcheck
-from autograder.grader.catalog import for_lab
+from autograder.grader.session.catalog import for_lab
 from autograder.labs.lab05 import checks as lab05
 from autograder.labs.lab05 import reference as ref
-from autograder.grader.session import Session
+from autograder.grader.session.session import Session
 from notebooks import cell_source, only_extended, variant
 
 LAB = "05_capstone"

@@ -175,7 +175,7 @@ def test_lab00_gets_full_marks_on_a_token_cluster_and_the_sandbox_keeps_off_it(t
     import subprocess
     import sys
 
-    from autograder.grader import sandbox
+    from autograder.grader.isolation import sandbox
     from notebooks import solution
 
     address, token = token_cluster
@@ -214,7 +214,7 @@ def test_lab01_runs_on_a_token_cluster_with_logical_gpus(token_cluster, tmp_path
     kernel with ``RAY_ADDRESS``) on a two-node cluster whose nodes were started with 4 logical
     GPUs each: no cell raises, and the kernel's Ray is that cluster. Its grading
     does not use that cluster, by design: the grader starts a Ray of its own for each submission
-    (autograder/grader/reference_process.py), so nothing on a shared cluster can reach the verdicts."""
+    (autograder/grader/session/reference_process.py), so nothing on a shared cluster can reach the verdicts."""
     import nbformat
     from nbclient import NotebookClient
 

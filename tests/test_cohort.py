@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.grader import cohort, engine, nbgrader_run, scratch_course, settle
+from autograder.grader.engine import cohort, engine, settle
+from autograder.grader.nbgrading import nbgrader_run, scratch_course
 from autograder.grader.errors import SetupError
-from autograder.grader.limits import Limits
+from autograder.grader.engine.limits import Limits
 from autograder.report import Outcome
 from autograder.report import Result
 from notebooks import make_course, released, submit
@@ -244,7 +245,7 @@ def test_grades_csv_replaces_what_stands_at_its_path_never_writes_through_it(tmp
 
 def test_a_rerun_grades_only_what_changed_and_an_interrupted_run_continues(tmp_path, monkeypatch, capsys):
     """``grade`` twice: the second run keeps every grade whose submission, kit, limits and seed
-    are unchanged (:mod:`autograder.grader.resume`) and grades what changed; ``--regrade``
+    are unchanged (:mod:`autograder.grader.engine.resume`) and grades what changed; ``--regrade``
     grades all; a grading the grader itself could not carry out is retried; Ctrl-C leaves the
     CSV of what was graded, and the next run grades the rest."""
     import csv
@@ -295,7 +296,8 @@ def test_feedback_pages_and_the_cohort_report_say_what_the_grader_found(tmp_path
     (scores, pass rates, times) and tables (failures by cause, flags and findings, late
     penalties); ``report`` rewrites it from the records alone."""
     from autograder import cli
-    from autograder.grader import cohort_report, feedback
+    from autograder.grader.engine import cohort_report
+    from autograder.grader.nbgrading import feedback
 
     course = make_course(tmp_path / "course", ["00_measure"])
     for student in ("ann", "ben", "cat"):
@@ -317,7 +319,7 @@ def test_feedback_pages_and_the_cohort_report_say_what_the_grader_found(tmp_path
     ben = (course / "feedback" / "ben" / "00_measure" / feedback.NAME).read_text()
     assert "expected 42" in ben and "&lt;b&gt;tier 1 only&lt;/b&gt;" in ben and "<b>tier 1 only</b>" not in ben
     assert "<b>0/4</b> points" in ben and "2.0 h late: 1 point(s) deducted" in ben
-    from autograder.grader.catalog import descriptions
+    from autograder.grader.session.catalog import descriptions
 
     assert descriptions("00_measure")["ray-task"]  # from the check's docstring
     assert "measured and passed" in (course / "feedback" / "ann" / "00_measure" / feedback.NAME).read_text()

@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import catalog, cohort, serve
-from autograder.grader import submission_queue as sq
-from autograder.grader.slots import RESOURCE
+from autograder.grader.session import catalog
+from autograder.grader.engine import cohort
+from autograder.grader.service import serve
+from autograder.grader.service import submission_queue as sq
+from autograder.grader.engine.slots import RESOURCE
 from notebooks import answer_cells, make_course, released, sandboxed, submit, variant
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.grading, pytest.mark.slow]
@@ -66,7 +68,7 @@ def _slot_processes() -> list[str]:
             line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if entry.name.isdigit() and ("autograder.grader.slot_worker" in line or "autograder-slot-" in line):
+        if entry.name.isdigit() and ("autograder.grader.engine.slot_worker" in line or "autograder-slot-" in line):
             found.append(line)
     return found
 

@@ -14,7 +14,8 @@ import pytest
 
 from autograder import cli
 
-from autograder.grader import cohort, engine, nbgrader_run
+from autograder.grader.engine import cohort, engine
+from autograder.grader.nbgrading import nbgrader_run
 from cohort_lab00 import ENV, LAB, LIMITS, MEMORY_LIMIT_GIB, SOLUTION
 from notebooks import sandboxed, variant
 
@@ -114,8 +115,9 @@ def test_killed_kernel_is_recorded_and_grading_goes_on(graded):
 def test_every_student_gets_feedback_and_the_instructor_a_cohort_report(graded):
     """The cohort run's feedback pages carry every check and the grader's own message for each
     failure (dave's hangs: the call deadline); the report has its figures and each check."""
-    from autograder.grader import cohort_report, feedback
-    from autograder.grader.catalog import for_lab
+    from autograder.grader.engine import cohort_report
+    from autograder.grader.nbgrading import feedback
+    from autograder.grader.session.catalog import for_lab
 
     _, rows, course = graded
     checks = for_lab(LAB)

@@ -26,7 +26,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 import hubsite
-from autograder.grader import submission_queue as sq
+from autograder.grader.service import submission_queue as sq
 from hubsite import COURSE_ID, LAB
 from notebooks import sandboxed, solution
 

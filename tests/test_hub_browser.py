@@ -26,7 +26,7 @@ from nbgrader.api import Gradebook
 
 import attacks_lab00
 import hubsite
-from autograder.grader import catalog
+from autograder.grader.session import catalog
 from hubsite import LAB
 from notebooks import ROOT, only_extended, sandboxed, solution, variant
 from test_browser import browser  # noqa: F401 -- the fixture: Debian's Chromium, as the JupyterLab test launches it

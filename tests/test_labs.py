@@ -13,7 +13,7 @@ import pytest
 
 from autograder import selfcheck
 from autograder.checks import points
-from autograder.grader.catalog import for_lab
+from autograder.grader.session.catalog import for_lab
 from notebooks import ROOT, graded_cells, released, solution, variant
 
 LABS = selfcheck.labs()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import nbgrader_run
+from autograder.grader.nbgrading import nbgrader_run
 from autograder.report import Result
 from notebooks import ROOT, released, variant
 
@@ -81,7 +81,7 @@ def test_a_hidden_cell_waits_for_the_grader_under_the_submission_limit(monkeypat
 
 
 def test_nbgrader_loads_the_grading_config(tmp_path):
-    """The flag autograde passes really makes nbgrader read autograder/grader/grading_config.py."""
+    """The flag autograde passes really makes nbgrader read autograder/grader/nbgrading/grading_config.py."""
     shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
     proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "nothing", "--student", "s",
                            nbgrader_run.CONFIG_ARG, "--debug"], cwd=tmp_path, capture_output=True, text=True,
@@ -120,7 +120,7 @@ def test_check_runs_through_the_interpreter_without_its_bin_on_path(tmp_path):
 
 def test_processes_a_submission_leaves_are_ended(tmp_path):
     """A detached daemon (new session, parent gone) is found through the subreaper and killed."""
-    from autograder.grader.processes import Leftovers, descendants
+    from autograder.grader.isolation.processes import Leftovers, descendants
 
     leftovers = Leftovers()
     if not leftovers.enabled:

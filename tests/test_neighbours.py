@@ -1,4 +1,4 @@
-"""A grading's neighbours on its machine (autograder.grader.neighbours): a tier a busy neighbour
+"""A grading's neighbours on its machine (autograder.grader.isolation.neighbours): a tier a busy neighbour
 may have cost is measured again with the other slots frozen, and a check a neighbour's hold
 overlapped is run again. The freezing is tested on real control groups, the rules on stand-ins."""
 
@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import pytest
 
 import neighbours_measure
-from autograder.grader import neighbours
-from autograder.grader.neighbours import Neighbours, near_loss
-from autograder.grader.session import Session
+from autograder.grader.isolation import neighbours
+from autograder.grader.isolation.neighbours import Neighbours, near_loss
+from autograder.grader.session.session import Session
 from notebooks import only_extended, sandboxed
 
 SLOT_GRADING = """
@@ -59,7 +59,7 @@ def neighbour(tmp_path):
     """Another slot's grading, as a grading slot's process records it: a spinning process and a
     spinning child it started, in a pausable control group named in slot 1's lock file; this
     test's own slot is slot 0."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     group = cgroup.create(memory_bytes=None, processes=64, name="autograder-test-neighbour", pausable=True)
     if group is None or not cgroup.freezable(group.folders + group.sides):
@@ -123,7 +123,7 @@ def test_a_slot_whose_grading_ended_is_not_busy(neighbour):
 HOLDER = """
 import sys, time
 from pathlib import Path
-from autograder.grader.neighbours import Neighbours
+from autograder.grader.isolation.neighbours import Neighbours
 locks = Path(sys.argv[1])
 with Neighbours((locks / "slot-2-of-3.lock",), locks).held():
     print("held", flush=True)
@@ -156,7 +156,8 @@ def test_a_reading_that_overlapped_another_gradings_hold_is_disturbed(tmp_path):
 
 
 def test_a_holder_that_dies_holding_is_thawed_by_the_slots_next_sweep(neighbour):
-    from autograder.grader import cgroup, slots
+    from autograder.grader.isolation import cgroup
+    from autograder.grader.engine import slots
 
     holder = _holder(neighbour.locks, 60)
     frozen = cgroup.freezable(json.loads((neighbour.locks / "slot-1-of-2.lock").read_text()))

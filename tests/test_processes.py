@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from autograder.grader import processes
+from autograder.grader.isolation import processes
 
 BOMB = """
 import os, subprocess, sys, time
@@ -58,7 +58,7 @@ def test_endless_output_is_stopped_and_never_held_in_memory():
 
 STOPPED = """
 import subprocess, sys
-from autograder.grader import processes
+from autograder.grader.isolation import processes
 with processes.sigterm_as_ctrl_c():
     print("ready", flush=True)
     try:

@@ -1,5 +1,5 @@
 """The reference process's Ray job: its workers are made non-dumpable only where learner jobs
-join its Ray (autograder/grader/ray_job.py). Elsewhere the hook's runtime environment only costs:
+join its Ray (autograder/grader/isolation/ray_job.py). Elsewhere the hook's runtime environment only costs:
 every worker lease then calls Ray's runtime-env agent, and lab 03's placement-group tasks ran at
 0.6x of no quota with it, 1.0x without (docs/security/sandbox.md#cost)."""
 
@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from autograder.grader import ray_job, reference_process
+from autograder.grader.isolation import ray_job
+from autograder.grader.session import reference_process
 
 
 @pytest.mark.parametrize("workers", [True, False])

@@ -1,4 +1,4 @@
-"""The OS sandbox learner code runs in (autograder/grader/sandbox.py), tried directly.
+"""The OS sandbox learner code runs in (autograder/grader/isolation/sandbox.py), tried directly.
 
 A probe runs inside a sandbox and tries what a hostile submission would: the grader's
 processes, its files and home, the kit, the network, the caps. Each try must fail, and
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import processes, sandbox
+from autograder.grader.isolation import processes, sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -147,7 +147,7 @@ def test_sandbox_takes_the_grader_s_powers_away(tmp_path):
     assert canary.pid not in got["pids_seen"] and len(got["pids_seen"]) < 10, got["pids_seen"]
     assert "State:\tS" in status  # the canary was not stopped
     assert got["signal_grader"] == "ESRCH" and got["read_grader_environ"] == "ENOENT"
-    from autograder.grader import syscalls
+    from autograder.grader.isolation import syscalls
     if not syscalls.unavailable() or os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
         refused = ("stop_child", "renice_child", "idle_child", "pin_child", "trace_child")
         assert {k: got[k] for k in refused} == dict.fromkeys(refused, "EPERM"), (got, syscalls.unavailable())
@@ -195,7 +195,7 @@ def test_a_program_shown_exec_only_runs_but_is_not_dumpable(tmp_path):
     assert got["read_program"] == got["hidden_environ"] == got["hidden_mem"] == "EACCES", got
     assert got["plain_environ"] == got["plain_mem"] == "done", got
     assert got["hidden_kill"] == got["plain_kill"] == "done", got
-    from autograder.grader import syscalls
+    from autograder.grader.isolation import syscalls
     if not syscalls.unavailable() or os.environ.get("COURSE_KIT_REQUIRE_SANDBOX"):
         assert got["hidden_pin"] == got["plain_pin"] == "EPERM", got
     assert [Path(p).name for p in sandbox.ray_daemons()] == ["gcs_server", "raylet"]
@@ -227,7 +227,7 @@ def test_a_control_group_caps_memory_held_in_tmpfs_and_reaps_what_is_left(tmp_pa
     control group counts it and stops the sandbox at its cap (OOM kill), and closing the group
     kills what is left (a daemon the sandbox started) and removes it. On a machine that lets the
     grader make no control group, the sandbox falls back to RLIMIT_NPROC and the memory watch."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     _require()
     group = cgroup.create(memory_bytes=256 * 2**20, processes=64)
@@ -267,7 +267,7 @@ def test_the_learner_side_gets_no_cpu_while_paused_and_a_frozen_group_still_clos
     the group's learner side (as the kernel and the lab's Ray do) runs no instruction while the
     group is paused, and goes on after; one of the group's other side (the reference's sandbox)
     is not paused; and a grading stopped with its learner side frozen is still cleaned up."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     _require()
     group = cgroup.create(memory_bytes=256 * 2**20, processes=64, pausable=True)
@@ -315,7 +315,7 @@ def test_at_idle_priority_neither_side_can_take_the_cores_from_the_other(tmp_pat
     priority (:meth:`Cgroup.idle`: the learner's in the reference's turns, the reference's in the
     learner's) its spinners get next to none and the other side's the cores; they run on after
     (nothing is frozen), and the learner side cannot raise its group's weight back itself."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     _require()
     group = cgroup.create(memory_bytes=256 * 2**20, processes=64, pausable=True)
@@ -377,7 +377,7 @@ def test_a_cgroup_v2_learner_side_pauses_too(tmp_path):
     for this test (this kit's CI machines group by v1; a v2 hierarchy with no controllers still
     freezes): a spinner on the learner side gets no CPU time while paused, runs after, and a
     group closed while paused is removed with it (v2 lets a frozen process die)."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     mount = tmp_path / "cgroup2"
     mount.mkdir()
@@ -416,8 +416,8 @@ def test_a_cgroup_v2_learner_side_pauses_too(tmp_path):
 FILL_THEN_START = textwrap.dedent("""
     import os, sys
     from pathlib import Path
-    from autograder.grader import sandbox
-    from autograder.grader.reference_process import ReferenceProcess
+    from autograder.grader.isolation import sandbox
+    from autograder.grader.session.reference_process import ReferenceProcess
     first, held = sandbox.SECCOMP_FD - int(sys.argv[1]), []  # the lowest free number from here on
     for fd in range(first, sandbox.SECCOMP_FD + 4):
         try:

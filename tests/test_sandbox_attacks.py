@@ -29,7 +29,7 @@ import pytest
 import attacks_os
 import cohort_lab00
 from attacks_os import MARK
-from autograder.grader import sandbox, workspace
+from autograder.grader.isolation import sandbox, workspace
 from notebooks import extended, make_course, released, variant
 from os_cohort import (ATTACKER, HONEST, LAST_GRADED, Outside, grade_cohort, host_leftovers, kill_left,
                        printed_reports, sandbox_processes)
@@ -149,7 +149,7 @@ def test_lab00_tmp_and_fork_bomb_stop_at_their_caps(lab00):
     assert tmp.startswith("blocked") and "errno 28" in tmp, tmp
     assert float(tmp.split("stopped after ")[1].split()[0]) <= sandbox.Limits().tmp_bytes / 2**30, tmp
     # the folder its IPython profile lives in is the grader's, bound in: on a tmpfs of the grading's own
-    # (autograder.grader.workspace), not the disk under the grader's TMPDIR (it once put 2.8 GB there)
+    # (autograder.grader.isolation.workspace), not the disk under the grader's TMPDIR (it once put 2.8 GB there)
     profile = _report(lab00, "attacker-fill")["fill-ipython"]
     assert profile.startswith("blocked") and "errno 28" in profile, profile
     assert float(profile.split("stopped after ")[1].split()[0]) <= workspace.CAP_BYTES / 2**30, profile
@@ -390,7 +390,7 @@ def test_dev_shm_and_the_notebook_folder_stop_at_a_cap(tmp_path):
 def test_a_fork_bomb_does_not_starve_a_sandbox_running_at_the_same_time(tmp_path):
     """Two sandboxes side by side (not through nbgrader: seconds, not minutes): one spawns until its
     process cap, the other then starts 20 short processes."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     groups = [cgroup.create(memory_bytes=2**30, processes=1024) for _ in range(2)]
     if None in groups:

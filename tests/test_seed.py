@@ -8,7 +8,7 @@ import sys
 
 from autograder import seed
 
-from autograder.grader import nbgrader_run
+from autograder.grader.nbgrading import nbgrader_run
 
 
 def test_the_command_runs_again_without_the_seed_in_its_environment_block(tmp_path):

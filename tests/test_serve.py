@@ -16,9 +16,11 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import cli
-from autograder.grader import engine, exchange, intake, serve, status_page
-from autograder.grader import submission_queue as sq
-from autograder.grader.limits import Limits
+from autograder.grader.engine import engine
+from autograder.grader.nbgrading import exchange
+from autograder.grader.service import intake, serve, status_page
+from autograder.grader.service import submission_queue as sq
+from autograder.grader.engine.limits import Limits
 from autograder.report import Outcome, Result
 from notebooks import make_course, released, sandboxed
 
@@ -132,7 +134,7 @@ def _inbound(course: Path, student: str, lab: str, at: str, notebook: bytes | Pa
 
 
 class Stub:
-    """A grading backend (:class:`autograder.grader.engine.Backend`, one slot) that records what
+    """A grading backend (:class:`autograder.grader.engine.engine.Backend`, one slot) that records what
     it was asked to grade; it raises ``kill`` (as if the service's process were killed there)
     or an error for the students named."""
 
@@ -478,7 +480,7 @@ def test_check_grade_grade_with_workers_and_serve_give_one_submission_the_same_o
     timed tier in play -- graded by ``check``, by ``grade`` one at a time, by ``grade --workers 2``
     and by ``serve --once``: the same outcome each way."""
     from autograder import selfcheck
-    from autograder.grader import cohort_report
+    from autograder.grader.engine import cohort_report
     from notebooks import answer_cells, variant
 
     blank = answer_cells(released(LAB))

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from autograder.kernel import channel
-from autograder.grader.session import Session
+from autograder.grader.session.session import Session
 from autograder.transport import Callback, Learner, plain
 
 LAB = "00_measure"
@@ -250,7 +250,7 @@ def test_an_early_verdict_is_the_one_every_round_would_give():
     import random
     import statistics
 
-    from autograder.grader.session import decided
+    from autograder.grader.session.session import decided
 
     rng, tiers, stopped = random.Random(7), (0.4, 0.7), 0
     for _ in range(3000):
@@ -320,12 +320,12 @@ def test_a_check_that_needs_the_missing_reference_is_skipped_only_outside_gradin
     the same fault costs the check its points (a kit whose references vanished is not a skip)."""
     from autograder import checks
     from autograder.report import total
-    from autograder.grader.session import Session
+    from autograder.grader.session.session import Session
 
     def missing(lab):
         raise checks.InstructorOnly("autograder.labs.lab00.reference is not in this install")
 
-    monkeypatch.setattr("autograder.grader.session.reference", missing)
+    monkeypatch.setattr("autograder.grader.session.session.reference", missing)
     local = Session("00_measure").run("batch-real-tier1")
     assert local.skipped and total([local]) == (0, 0) and "instructor" in local.message
     grading = Session("00_measure")
@@ -380,7 +380,7 @@ def test_a_kit_steps_return_annotation_is_the_kind_its_calls_check():
 def test_a_check_may_call_only_the_learner_names_its_labs_spec_declares():
     """Every learner name a check calls is declared once, in the lab's spec (which also gives it
     its deadline guard): calling another is the check's bug, raised before anything is sent."""
-    from autograder.grader.session import Session
+    from autograder.grader.session.session import Session
     from autograder.transport import Learner
 
     session = Session("00_measure", learner=Learner(namespace={"throughput": lambda fn, items: 1.5}))

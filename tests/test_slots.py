@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import cohort, processes, slots
+from autograder.grader.engine import cohort, slots
+from autograder.grader.isolation import processes
 from autograder.grader.errors import SetupError
 from notebooks import make_course, only_extended, released, sandboxed, solution, submit
 
@@ -43,7 +44,7 @@ def test_each_slot_has_one_holder_and_a_dead_holders_slot_is_free(tmp_path):
     second.release()
     # a holder killed while holding: the kernel drops its lock
     code = (f"import sys, time; sys.path.insert(0, {str(os.getcwd())!r})\n"
-            f"from autograder.grader import slots\nfrom pathlib import Path\n"
+            f"from autograder.grader.engine import slots\nfrom pathlib import Path\n"
             f"s = slots.claim(1, Path({str(tmp_path)!r}))\nprint(s.index, flush=True)\ntime.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "0"
@@ -56,7 +57,7 @@ def test_each_slot_has_one_holder_and_a_dead_holders_slot_is_free(tmp_path):
 
 def test_the_next_holder_ends_what_the_last_grading_left(tmp_path):
     """A grading's group recorded in the slot is swept by whoever holds the slot next."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     group = cgroup.create(memory_bytes=None, processes=64, name="autograder-test-slot")
     if group is None:
@@ -82,7 +83,7 @@ def test_a_stopped_run_ends_what_its_gradings_left_in_slots_no_one_holds(tmp_pat
     """``grade --workers`` stopped: its Ray workers die and free their slots' locks, and the run
     sweeps those slots at once (not when a later run claims them); a slot another run still
     holds is left alone."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     group = cgroup.create(memory_bytes=None, processes=64, name="autograder-test-stopped")
     if group is None:
@@ -103,7 +104,7 @@ def test_a_stopped_run_ends_what_its_gradings_left_in_slots_no_one_holds(tmp_pat
 
 GRADING_KILLED_HALF_WAY = """
 import os, subprocess, sys
-from autograder.grader import cgroup
+from autograder.grader.isolation import cgroup
 sys.stdin.readline()  # moved into the slot's group by now
 group = cgroup.create(memory_bytes=None, processes=64, name="autograder-test-sandbox", pausable=True)
 left = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL)
@@ -118,7 +119,7 @@ os._exit(0)  # killed: its group never closed
 def test_the_next_holder_ends_a_pausing_gradings_learner_side_groups_too(tmp_path):
     """A grading killed with its learner side's freezer and cpu groups made (labs that pause):
     they were made inside the slot's own, so the slot's next holder ends and removes them too."""
-    from autograder.grader import cgroup
+    from autograder.grader.isolation import cgroup
 
     group = cgroup.create(memory_bytes=None, processes=256, name="autograder-test-slot", pausable=True)
     if group is None or not group.sides:
@@ -160,7 +161,7 @@ def test_grade_refuses_a_concurrency_calibrate_found_unfair(tmp_path, monkeypatc
     --uncalibrated; a lab with no timed tier needs no calibration."""
     from functools import partial
 
-    from autograder.grader import fair_timing
+    from autograder.grader.engine import fair_timing
 
     fair_timing = SimpleNamespace(record=fair_timing.record, allowed=partial(fair_timing.allowed, cores=4))
     record = tmp_path / "calibration.json"
@@ -192,7 +193,7 @@ def test_a_lab_needing_more_cores_than_a_slot_takes_several_and_grades_fewer_at_
     read as graded one at a time (no calibration at 2 needed for it), while lab 00 beside it
     grades 2 at a time and needs its own; on 4 cores it takes one slot; a lab no set of slots can
     give its cores is refused, even --uncalibrated."""
-    from autograder.grader import fair_timing
+    from autograder.grader.engine import fair_timing
 
     record = tmp_path / "calibration.json"
     assert fair_timing.widths(2, {"01_actor_scaling", "00_measure", "not-a-lab"}, cores=2) == {
@@ -218,7 +219,7 @@ def test_on_a_cluster_a_lab_asks_for_the_slots_its_smallest_node_needs_and_no_no
     """``grade --ray``: a grading asking Ray for W slots may start on any node with W free, so W is
     the largest any node needs, and a node whose slots cannot give the cores at all refuses the
     course (a grading would start there on too few)."""
-    from autograder.grader import fair_timing, pool
+    from autograder.grader.engine import fair_timing, pool
 
     lab = {"01_actor_scaling"}
     assert fair_timing.widths_on([(1, 2), (1, 2)], lab | {"00_measure"}) == {"00_measure": 1, "01_actor_scaling": 1}
@@ -279,7 +280,7 @@ def test_calibrate_workers_grades_each_solution_once_in_each_slot_and_keeps_what
     """``calibrate --workers N``'s second half: N gradings of a lab's solution at once, each on
     its own slot's cores, their JSON reports read among whatever else they printed; what any slot
     lost is kept, and a grading that ended without a report counts as lost with why."""
-    from autograder.grader import fair_timing
+    from autograder.grader.engine import fair_timing
 
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two cores")
@@ -304,7 +305,7 @@ def test_calibrate_workers_grades_each_solution_once_in_each_slot_and_keeps_what
 def test_grade_refuses_a_lab_whose_solution_lost_points_graded_side_by_side(tmp_path):
     """What calibrate --workers N found grading the solutions decides, lab by lab, and a lab
     measured again replaces what was kept."""
-    from autograder.grader import fair_timing
+    from autograder.grader.engine import fair_timing
 
     record = tmp_path / "calibration.json"
     fair_timing.record(2, dict.fromkeys(fair_timing.wanted({"00_measure"}), True), record,
@@ -322,7 +323,7 @@ def test_grade_refuses_a_lab_whose_solution_lost_points_graded_side_by_side(tmp_
 def test_sandboxed_code_cannot_widen_its_cores_beyond_its_slot(tmp_path):
     """Learner code in a slot's sandbox asks for every core of the machine: the ``cpuset`` of its
     control group refuses, so it cannot run its threads on another slot's cores."""
-    from autograder.grader import cgroup, sandbox
+    from autograder.grader.isolation import cgroup, sandbox
 
     if sandbox.unavailable() or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs the sandbox and two cores")
@@ -346,7 +347,7 @@ def test_sandboxed_code_cannot_widen_its_cores_beyond_its_slot(tmp_path):
 
 
 def test_a_calibration_copys_report_is_found_among_what_its_workers_printed():
-    from autograder.grader.fair_timing import _report
+    from autograder.grader.engine.fair_timing import _report
 
     out = '(MapWorker pid=7) loading\n{\n  "runs": 2,\n  "checks": [\n    {\n      "separates": true\n    }\n  ]\n}\n(raylet) done\n'
     assert _report(out) == {"runs": 2, "checks": [{"separates": True}]}
@@ -358,10 +359,10 @@ def test_a_calibration_copys_report_is_found_among_what_its_workers_printed():
 def test_the_outer_ray_of_grade_workers_runs_at_low_priority_and_the_driver_does_not():
     """``grade --workers N``'s own Ray is pinned to no slot: started at nice 19 (its processes and
     the workers it starts later inherit it), it runs on what the slots leave, not inside their
-    timed windows; the driver is back at its own priority after (autograder/grader/pool.py)."""
+    timed windows; the driver is back at its own priority after (autograder/grader/engine/pool.py)."""
     import ray
 
-    from autograder.grader import pool
+    from autograder.grader.engine import pool
 
     if os.geteuid() != 0:
         pytest.skip("only root may lower a priority and raise it again")

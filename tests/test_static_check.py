@@ -71,7 +71,7 @@ HOSTILE = [
     ("import IPython", "import-not-allowed"),
     ("from IPython import get_ipython", "import-not-allowed"),
     ("from autograder.labs.lab03 import checks as lab03", "import-not-allowed"),
-    ("import autograder.grader.session", "import-not-allowed"),
+    ("import autograder.grader.session.session", "import-not-allowed"),
     ("from autograder.kernel import routines", "import-not-allowed"),
     ("from ray.util.state import list_actors", "import-not-allowed"),
     ("from ray.job_submission import JobSubmissionClient", "import-not-allowed"),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import processes
+from autograder.grader.isolation import processes
 from notebooks import ROOT, extended, make_course, sandboxed, solution, submit
 
 LAB = "00_measure"

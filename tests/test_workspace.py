@@ -1,4 +1,4 @@
-"""A grading's work folder (autograder/grader/workspace.py): a size-capped tmpfs that a write past
+"""A grading's work folder (autograder/grader/isolation/workspace.py): a size-capped tmpfs that a write past
 its cap fails on, whose peak use is kept, and that is gone when the grading ends -- or, where its
 grader died, when the next one starts."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import sandbox, workspace
+from autograder.grader.isolation import sandbox, workspace
 
 
 @pytest.fixture

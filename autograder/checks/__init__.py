@@ -1,6 +1,6 @@
 """The checks, registered by lab id and check name; each lab's are its folder's ``checks`` module.
 
-A check takes the grading :class:`~autograder.grader.session.Session`, reaches learner code only
+A check takes the grading :class:`~autograder.grader.session.session.Session`, reaches learner code only
 through ``session.learner.call(...)`` (and the reference through ``session.reference``), and
 raises ``AssertionError`` with a one-line reason when a target is missed (and may return a
 one-line note of what it measured when it passes, which the feedback shows). It runs in the
@@ -84,7 +84,7 @@ def tiers(lab: str, names: tuple[str, ...], thresholds: tuple[float, ...], measu
     ``measure(session)`` returns a result with a ``ratio`` (learner / reference, measured
     side by side); it runs once per grading run and every tier reads it (in a grading slot, again
     with the other slots held when a neighbour may have cost a tier:
-    :meth:`~autograder.grader.session.Session.tiered`). Tier ``i`` passes
+    :meth:`~autograder.grader.session.session.Session.tiered`). Tier ``i`` passes
     when ``ratio >= thresholds[i]``, and says the ratio it measured (a learner sees how far
     above the tier they are, not only that they passed); otherwise it fails with
     ``explain(result, threshold)``.

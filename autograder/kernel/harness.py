@@ -2,7 +2,7 @@
 
 Imported (through ``import autograder``) in the locked first cell of every lab. Nothing here
 decides a grade -- notebook code can replace any of it; the grader's verdicts come from its
-own process (:mod:`autograder.grader.session`), which also uses the clocks captured here.
+own process (:mod:`autograder.grader.session.session`), which also uses the clocks captured here.
 
 :func:`call` runs one piece of learner code with a deadline and turns whatever goes wrong
 (an exception, ``NotImplementedError``, a hang, ``sys.exit``) into an ``AssertionError`` with

@@ -35,7 +35,7 @@ from ...transport import Callback
 from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ...grader.session import Session
+    from ...grader.session.session import Session
 
 CANDIDATES = (8, 16, 32, 64, 128, 256)  # batch sizes offered on the cost model
 # ... and on the real kernel: 4x apart, from one image per call (all per-call overhead) up.

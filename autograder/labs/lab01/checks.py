@@ -35,7 +35,7 @@ from ...transport import Learner, named, stashed
 from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ...grader.session import Session
+    from ...grader.session.session import Session
 
 ANTI_PATTERN = ("this is the 'ray.get in a loop' anti-pattern (Ray docs: \"Calling ray.get in a loop "
                 "harms parallelism\"): submit work to every actor first, then collect results as they "

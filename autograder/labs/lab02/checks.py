@@ -41,7 +41,7 @@ from ...transport import Callback, named, stashed
 from ...checks import register
 
 if TYPE_CHECKING:
-    from ...grader.session import Session
+    from ...grader.session.session import Session
 
 
 # --- recovery latency ----------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from ...transport import Learner, named
 from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ...grader.session import Session
+    from ...grader.session.session import Session
 
 
 def checked_options(opts, tenant: str) -> dict:

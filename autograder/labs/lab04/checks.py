@@ -39,7 +39,7 @@ from ...transport import named, stashed
 from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ...grader.session import Session
+    from ...grader.session.session import Session
 
 
 # ---------------------------------------------------------------- the grader's shards
@@ -119,7 +119,7 @@ class Run:
 class Dataset:
     """The grader's shard store and placement on one side's cluster for one grading run, and a
     job runner on it. ``grader`` is the grader's process on that cluster (:meth:`Session.ray_of
-    <autograder.grader.session.Session.ray_of>`); ``salt``, the stream its shards' seeds come from."""
+    <autograder.grader.session.session.Session.ray_of>`); ``salt``, the stream its shards' seeds come from."""
 
     def __init__(self, session: Session, grader, salt: int = 4):
         self.session, self.grader, self.key = session, grader, session.key.hex()

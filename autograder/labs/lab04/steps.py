@@ -1,6 +1,6 @@
 """04_data_affinity's kit steps (:mod:`autograder.kernel.routines`): the grader's emulated cluster,
 shard store and host batch (:mod:`.instruments`), made by the grader's process on a side's cluster
-(:meth:`Session.ray_of <autograder.grader.session.Session.ray_of>`); the learner's jobs, shard
+(:meth:`Session.ray_of <autograder.grader.session.session.Session.ray_of>`); the learner's jobs, shard
 lookup and resident worker driven alike on both sides. Imported by both; they decide nothing (the checks do)."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 All grader-side (see :mod:`autograder.checks`). The grader owns the lab's Ray: a process of its
 own starts it, and the learner's kernel joins it; graded sandboxed, the reference pipeline runs in
 a Ray of its own, out of the kernel's sight (the lab's spec: ``reference_ray``), and the learner's
-side is paused while it is timed (:meth:`Session.side_by_side <autograder.grader.session.Session.side_by_side>`).
+side is paused while it is timed (:meth:`Session.side_by_side <autograder.grader.session.session.Session.side_by_side>`).
 
 * **The plan**: the learner's ``plan(target, image_px, measured)`` gets the grader's own seeded
   scenarios -- one per limiting resource (GPU compute, per-call overhead, CPU preprocessing,
@@ -15,7 +15,7 @@ side is paused while it is timed (:meth:`Session.side_by_side <autograder.grader
   with the grader's own computation (:func:`course.pipeline.expected`). Whether the model ran in
   an actor pool is read from Ray's actor table by the grader's process on the lab's Ray (the
   actors Ray Data starts for a callable class, of the job whose driver is the learner's kernel:
-  :meth:`Session.ray_of <autograder.grader.session.Session.ray_of>`), never from the notebook.
+  :meth:`Session.ray_of <autograder.grader.session.session.Session.ray_of>`), never from the notebook.
   Its images/s is timed on the grader's clock against the reference pipeline, interleaved,
   fresh seeds every round; a round whose results are wrong, or that ran no actor pool, scores 0.
 """
@@ -37,7 +37,7 @@ from ...transport import named
 from ...checks import register, tiers
 
 if TYPE_CHECKING:
-    from ...grader.session import Session
+    from ...grader.session.session import Session
 
 LIMITS = ("gpu", "overhead", "cpu", "network")
 SIZES = (8, 16, 32, 64, 128, 256)
