@@ -183,7 +183,7 @@ def c1(numbers: Mapping) -> Row:
         ray += f"{eff_l:.2f} vs {eff_s:.2f}, no spread saved to judge the difference (run section 4 again)"
     if over:
         need = kernel_for_efficiency(500, C1_LINEAR, over)
-        ray += (f"; extrapolated with your serial model N / (t_kernel + N·t_overhead): at 500 GPUs efficiency "
+        ray += ("; extrapolated with your serial model N / (t_kernel + N·t_overhead): at 500 GPUs efficiency "
                 + (f"{serial_efficiency(500, t_l, over):.2f} with {tl} kernels, " if t_l else "")
                 + f"{serial_efficiency(500, 500 * over, over):.2f} with 500 × {_ms(over)} = {500 * over:.2f} s "
                 f"kernels (its knee); {C1_LINEAR} needs kernels ≥ (4·500 − 5) × {_ms(over)} = {need:.2f} s per call "
