@@ -272,6 +272,28 @@ def test_a_memo_measured_by_an_earlier_check_is_kept_when_a_later_one_is_run_aga
     assert len(measured) == 1  # measured before the later check began: not its measurement to redo
 
 
+@pytest.mark.parametrize("timed, busy, passes_held, runs, graded", [
+    (True, True, True, 2, True),      # lost beside a busy slot: run again held, and that run is graded
+    (True, True, False, 2, False),    # lost again held: lost
+    (True, False, True, 1, False),    # no other slot busy: its loss stands
+    (False, True, True, 1, False),    # not a timed check: a neighbour cannot have cost it
+])
+def test_a_timed_check_lost_beside_a_busy_slot_is_run_again_held(timed, busy, passes_held, runs, graded):
+    measured, holding = [], []
+
+    def check(session):
+        holding.append(session.neighbours.holding)
+        session.memo("sweep", lambda: measured.append(session.neighbours.holding))
+        assert session.neighbours.holding and passes_held, "slower than the grader's own timing"
+
+    stand = Stand(busy_now=busy)
+    session = _session_with(check, stand)
+    session.checks["timed"].timed = timed
+    assert session.run("timed").passed is graded
+    assert holding == [False, True][:runs] and measured == holding  # what it read was measured again, held
+    assert bool(session.held_notes) == (runs == 2)
+
+
 # --- real gradings, side by side --------------------------------------------------------------
 
 @pytest.mark.slow

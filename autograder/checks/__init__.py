@@ -28,6 +28,7 @@ class Check:
     name: str
     fn: Callable
     tiered: Tiered | None = None  # the measured ratio it is one tier of, if any (see :func:`tiers`)
+    timed: bool = False  # graded on timings but not a tier: lost beside a busy slot, run again with it held
 
     @property
     def grade_id(self) -> str:
@@ -66,12 +67,16 @@ class Tiered:
         return self.names[0].rsplit("-tier", 1)[0]
 
 
-def register(lab: str, name: str, tiered: Tiered | None = None):
+def register(lab: str, name: str, tiered: Tiered | None = None, *, timed: bool = False):
     """Decorator: record a check function under ``lab`` and ``name`` (its points are its test
-    cell's, ``test-<name>``), and the measured ratio it is a tier of, if any."""
+    cell's, ``test-<name>``), and the measured ratio it is a tier of, if any. ``timed``: its
+    verdict rests on timings though it is no tier (a learner's measurement checked against the
+    grader's, a model against a re-measurement): in a grading slot, one lost while another slot
+    was busy is run again with that slot held
+    (:meth:`autograder.grader.session.session.Session.run`)."""
 
     def wrap(fn):
-        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, fn, tiered)
+        REGISTRY.setdefault(lab, {})[name] = Check(lab, name, fn, tiered, timed)
         return fn
 
     return wrap

@@ -118,13 +118,13 @@ def _verify(session: Session, workload: Workload, label: str, hint: str, *, defe
         )
 
 
-@register(LAB, "throughput-known-cost")
+@register(LAB, "throughput-known-cost", timed=True)
 def throughput_known_cost(session):
     """A plain workload: the measurement must match the grader's own timing."""
     _verify(session, _workload(session, 1), "plain workload", "Time repeated calls and divide items by seconds.")
 
 
-@register(LAB, "throughput-sync")
+@register(LAB, "throughput-sync", timed=True)
 def throughput_sync(session):
     """Work that only finishes on ``backend.sync()``, as GPU kernels do."""
     _verify(session, _workload(session, 2), "asynchronous workload",
@@ -132,14 +132,14 @@ def throughput_sync(session):
             "call course.backend.sync() before reading it.", deferred=True)
 
 
-@register(LAB, "throughput-warmup")
+@register(LAB, "throughput-warmup", timed=True)
 def throughput_warmup(session):
     """The first calls are slow (compilation, caches); the steady state is what counts."""
     _verify(session, _workload(session, 3, warmup=T.warmup_calls), "workload with a slow start",
             "Discard warm-up calls before timing.")
 
 
-@register(LAB, "throughput-outliers")
+@register(LAB, "throughput-outliers", timed=True)
 def throughput_outliers(session):
     """Seeded slow outliers: the median resists them, the mean does not."""
     _verify(session, _workload(session, 4, outliers=T.outlier_every, outlier_factor=T.outlier_factor),
@@ -180,7 +180,7 @@ def _choice(session: Session, run, candidates=CANDIDATES) -> int:
     return got
 
 
-@register(LAB, "batch-model")
+@register(LAB, "batch-model", timed=True)
 def batch_model(session):
     """On two seeded cost models with different best sizes, the sweep must find both.
 

@@ -298,7 +298,7 @@ def driver_correct(session):
     _driver(session)
 
 
-@register(LAB, "driver-concurrency")
+@register(LAB, "driver-concurrency", timed=True)
 def driver_concurrency(session):
     """The driver keeps the fleet busy (the jobs' kernel time over the grader's wall time)."""
     run = _driver(session)
@@ -397,13 +397,13 @@ def _model(session: Session, t_kernel: float, salt: int) -> None:
             f"your run_pool at {measured:,.0f} calls/s (needs {low:g}–{high:g}x the prediction): {why}")
 
 
-@register(LAB, "model-short-kernel")
+@register(LAB, "model-short-kernel", timed=True)
 def model_short_kernel(session):
     """Model vs the grader's re-measurement at the short kernel (driver-bound regime)."""
     _model(session, T.short_kernel_s, 5)
 
 
-@register(LAB, "model-long-kernel")
+@register(LAB, "model-long-kernel", timed=True)
 def model_long_kernel(session):
     """Model vs the grader's re-measurement at the long kernel (GPU-bound regime)."""
     _model(session, T.long_kernel_s, 6)

@@ -89,7 +89,7 @@ def _one_latency(session: Session, how: str, retries: int) -> str | None:
     return None
 
 
-@register(LAB, "latency-sigkill")
+@register(LAB, "latency-sigkill", timed=True)
 def latency_sigkill(session):
     """The learner's recovery latency after the grader SIGKILLs the actor's process.
 
@@ -99,7 +99,7 @@ def latency_sigkill(session):
         raise AssertionError(reason)
 
 
-@register(LAB, "latency-raykill")
+@register(LAB, "latency-raykill", timed=True)
 def latency_raykill(session):
     """... and after ``ray.kill(actor, no_restart=False)``, which returns before the old process is gone.
 

@@ -136,7 +136,7 @@ def resources_enforced(session):
     _enforced(_measured(session, "resources"), "its tenant resource")
 
 
-@register(LAB, "resources-isolation")
+@register(LAB, "resources-isolation", timed=True)
 def resources_isolation(session):
     """Custom resources: the quiet tenants keep their throughput while the noisy one floods."""
     _isolated(_measured(session, "resources"))
