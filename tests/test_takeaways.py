@@ -310,11 +310,11 @@ def test_lab03_names_the_overhead_it_measured():
 @pytest.mark.parametrize("changes, lab00, says", [
     # lab 00's kernel (256 images at 7,100 images/s: 36 ms), inside the lengths the sweep measured
     ({}, None, "At your workload's kernel length (36.1 ms, lab 00's image kernel at your batch of 256), scheduling "
-               "each kernel as a task left 26 % of the pool's GPU-time unused with quotas and 39 % without; it falls "
-               "to 15 % at about 63 ms kernels on this machine: the cost is per kernel, so longer tasks pay less."),
+               "each kernel as a task left 17 % of the pool's GPU-time unused with quotas and 17 % without; it falls "
+               "to 15 % at about 39.3 ms kernels on this machine: the cost is per kernel, so longer tasks pay less."),
     # no lab 00: the lab's own kernel
     ({}, {}, "At your workload's kernel length (200 ms, this lab's emulated kernel), scheduling each kernel as a task "
-             "left 6 % of the pool's GPU-time unused with quotas and 12 % without"),
+             "left 6 % of the pool's GPU-time unused with quotas and 6 % without"),
     # a GPU's sub-millisecond kernel: read at the shortest length measured
     ({}, {"best_batch": 256, "best_images_per_s": 256 / 0.0004},
      "At your workload's kernel length (0.4 ms, lab 00's image kernel at your batch of 256; read at 2 ms, the nearest "
