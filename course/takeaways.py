@@ -195,7 +195,7 @@ def lab03(numbers: Mapping) -> list[str]:
               f"; not {CLAIMED_OVERHEAD * 100:.0f} % at any kernel length measured "
               f"({_ms(curve[0][0])}–{_ms(curve[-1][0])}).")
     elif ratio is not None:
-        s += " Per-task scheduling against kernel length " + _run("section 3's sweep")
+        s += " Per-task scheduling against kernel length " + _run("exercise 1's sweep")
     out.append(s or "Quota overhead " + _run("exercise 1's cells"))
     fixed, cohort = _num(d, "idle_fraction_fixed"), _num(d, "idle_fraction_cohort")
     if fixed is not None and cohort is not None:

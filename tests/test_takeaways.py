@@ -325,7 +325,7 @@ def test_lab03_names_the_overhead_it_measured():
      "; not 15 % at any kernel length measured (2 ms–200 ms)."),
     # the sweep not run yet
     (dict(scheduling_loss=None), None, "; placement groups +10 %. Per-task scheduling against kernel length not "
-                                       "measured yet: run section 3's sweep and this cell again"),
+                                       "measured yet: run exercise 1's sweep and this cell again"),
 ])
 def test_lab03_per_kernel_cost_follows_the_sweep_and_the_workload(changes, lab00, says):
     numbers = with_("03_quotas", **changes)
