@@ -52,6 +52,10 @@ The keys each lab may save, with their unit and meaning (:data:`SCHEMA`):
     kernel_s / window_s); ``overhead_resolution``
     (fraction: one wave of emulated kernels as a share of the saturated runs' window,
     kernel_s / window_s: the smallest throughput change one run can show);
+    ``kernel_s`` (s: the lab's emulated kernel), ``scheduling_loss`` (dict: str(emulated kernel
+    seconds) -> {"quotas", "none": share of the saturated pool's GPU-time no kernel held, with
+    custom-resource quotas / without; "spread": |difference| / mean of each policy's
+    rounds, summed});
     ``idle_fraction_fixed`` / ``idle_fraction_cohort`` / ``idle_fraction_shared`` (fraction: under
     bursty demand, GPU-time idle while work waited over the pool's GPU-time, for fixed quotas,
     borrowing within a cohort and one shared pool), ``wait_s`` (dict: policy -> tenant -> mean
@@ -141,6 +145,10 @@ SCHEMA: dict[str, dict[str, str]] = {
         "isolation_quota": "ratio — the same with custom-resource quotas",
         "isolation_resolution": "fraction — one wave of kernels / the flood and solo runs' window (kernel_s / window_s)",
         "overhead_resolution": "fraction — one wave of kernels / the saturated runs' window (kernel_s / window_s)",
+        "kernel_s": "s — the lab's emulated kernel (a sleep)",
+        "scheduling_loss": "dict str(emulated kernel s) -> {quotas, none: share of the saturated pool's GPU-time no "
+                           "kernel held, with custom-resource quotas / without; spread: |difference| / mean of "
+                           "each policy's rounds, summed}",
         "idle_fraction_fixed": "fraction — GPU-time idle while work waited / the pool's GPU-time, bursty demand, fixed quotas",
         "idle_fraction_cohort": "fraction — the same, borrowing within a cohort (Kueue's model, emulated)",
         "idle_fraction_shared": "fraction — the same, one shared pool, first come first served",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from .verdicts import C1_LINEAR, C8_GPUS, C8_TARGET, _lab, _mib, _ms, _num, efficiency_noise
+from .verdicts import (C1_LINEAR, C8_GPUS, C8_TARGET, _lab, _mib, _ms, _num, efficiency_noise, kernel_for_loss,
+                       loss_at, loss_curve, workload_kernel_s)
 
 CLAIMED_RESTART_S = 0.030   # C3's "~30 ms" (the claim, quoted in lab 02)
 CLAIMED_OVERHEAD = 0.15     # C5's "~15 %"
@@ -170,6 +171,7 @@ def lab03(numbers: Mapping) -> list[str]:
                       "that does not is not counted."
                       if not over else f"{', '.join(over)} went over."))
     ratio, step = _num(d, "quota_throughput_ratio"), _num(d, "overhead_resolution")
+    s = ""
     if ratio is not None:
         s = (f"Scheduling overhead at balanced saturation (every tenant wanting twice its quota): "
              f"{(1 - ratio) * 100:+.0f} % of throughput")
@@ -178,13 +180,28 @@ def lab03(numbers: Mapping) -> list[str]:
         groups = _num(d, "quota_throughput_ratio_groups")
         if groups is not None:
             s += f"; placement groups {(1 - groups) * 100:+.0f} %"
-        out.append(s + ".")
-    else:
-        out.append("Quota overhead " + _run("exercise 1's cells"))
+        s += "."
+    curve, work = loss_curve(d), workload_kernel_s(numbers)
+    at = loss_at(curve, work[0]) if curve and work else None
+    if at is not None:
+        s += (" " if s else "") + (f"At your workload's kernel length ({_ms(work[0])}, {work[1]}"
+                                   + (f"; read at {_ms(at['kernel_s'])}, the nearest length measured"
+                                      if at["beyond"] else "")
+                                   + f"), scheduling each kernel as a task left {at['quotas'] * 100:.0f} % of the "
+                                   f"pool's GPU-time unused with quotas and {at['none'] * 100:.0f} % without")
+        k15 = kernel_for_loss(curve)
+        s += (f"; it falls to {CLAIMED_OVERHEAD * 100:.0f} % at about {_ms(k15)} kernels on this machine: "
+              "the cost is per kernel, so longer tasks pay less." if k15 is not None else
+              f"; not {CLAIMED_OVERHEAD * 100:.0f} % at any kernel length measured "
+              f"({_ms(curve[0][0])}–{_ms(curve[-1][0])}).")
+    elif ratio is not None:
+        s += " Per-task scheduling against kernel length " + _run("exercise 1's sweep")
+    out.append(s or "Quota overhead " + _run("exercise 1's cells"))
     fixed, cohort = _num(d, "idle_fraction_fixed"), _num(d, "idle_fraction_cohort")
     if fixed is not None and cohort is not None:
         s = (f"Under bursty demand fixed quotas left {fixed * 100:.0f} % of the pool's GPU-time idle while work "
-             f"waited (the claim: {CLAIMED_OVERHEAD * 100:.0f} % overhead), borrowing in a cohort {cohort * 100:.0f} %")
+             f"waited (a cost of this demand pattern, which any quota that cannot lend pays, a ResourceQuota's too, "
+             f"not of Ray), borrowing in a cohort {cohort * 100:.0f} %")
         if fixed > 0 and cohort < fixed:
             s += f": lending recovered {(1 - cohort / fixed) * 100:.0f} % of what quotas that cannot lend cost."
         else:

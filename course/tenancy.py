@@ -114,6 +114,7 @@ class Run:
     seconds: float
     demand: dict
     records: list = field(default_factory=list)  # (tenant, gpu_start, gpu_end, latency_s, in_window)
+    wall0: float | None = None  # the window's start, wall-clock (time.time), as the kernels stamp theirs
 
     def tenants(self) -> list[str]:
         return sorted(self.demand)
@@ -136,6 +137,15 @@ class Run:
         ``other`` finished no kernel inside its window (a machine too busy to measure)."""
         base = other.throughput(tenant)
         return self.throughput(tenant) / base if base else float("nan")
+
+    def busy(self, pool: int = POOL) -> float:
+        """The share of the pool's GPU-time inside the window that kernels held, from the kernels' own
+        stamps: no whole waves, so it resolves finer than :meth:`throughput`. NaN without a start stamp."""
+        if self.wall0 is None or self.seconds <= 0:
+            return float("nan")
+        lo, hi = self.wall0, self.wall0 + self.seconds
+        held = sum(max(0.0, min(e, hi) - max(s, lo)) for _, s, e, _, _ in self.records)
+        return held / (pool * self.seconds)
 
     def latency(self, tenant: str, q: float = 50) -> float:
         """The ``q``-th percentile of submit-to-result seconds of ``tenant``'s kernels."""
@@ -189,6 +199,7 @@ def run(options: dict | Callable[[str], dict] | None, demand: dict, *, seconds: 
 
     result = Run(seconds, {t: demand[t] for t in tenants})
     t0 = clock()
+    result.wall0 = time.time()
     end = t0 + seconds
     for t in tenants:
         for _ in range(demand[t]):
@@ -227,6 +238,42 @@ def quiet(quotas: dict = QUOTAS, noisy: str = NOISY) -> dict:
 def saturate(quotas: dict = QUOTAS, factor: int = 2) -> dict:
     """Everyone wants ``factor``× their quota: the pool stays busy with or without quotas."""
     return {t: q * factor for t, q in quotas.items()}
+
+
+# ---------------------------------------------------------------- per-task scheduling against kernel length
+#
+# Ray enforces a custom-resource quota per *task*: every kernel is scheduled on its own, and the
+# time between one kernel's end and the next one's start on that GPU is GPU-time no kernel used.
+# It is paid per kernel, so what it costs depends on how long a kernel is. A ResourceQuota is
+# checked once, when a pod is admitted; the kernels inside the pod are not scheduled at all.
+
+SWEEP_KERNELS_S = (0.002, 0.01, 0.05, KERNEL_S)  # the emulated kernel lengths of :func:`sweep` (sleeps)
+
+
+def sweep(options, demand: dict | None = None, *, kernels_s=SWEEP_KERNELS_S, seconds: float = 1.0,
+          rounds: int = 2, per_window: int = 10, pool: int = POOL) -> dict:
+    """Saturated runs (``demand``, default :func:`saturate`) with the quota ``options`` and without
+    any, at each emulated kernel length in ``kernels_s``, interleaved (with, without; then without,
+    with). Returns ``{kernel_s: {"quotas": loss, "none": loss, "spread": s}}``: ``loss`` is the share
+    of the pool's GPU-time in the window that no kernel held (1 - :meth:`Run.busy`), of the better
+    round, as a timing takes its fastest repeat: a round another process disturbed loses more,
+    never less; ``spread`` is how far each policy's rounds differ from each other (|difference| / mean
+    of their busy shares), summed over the two policies, as a ratio of the two carries both: a
+    quota's own cost smaller than that is not told apart from noise. Windows are ``seconds`` or
+    ``per_window`` kernels, whichever is longer."""
+    demand = saturate() if demand is None else demand
+    out = {}
+    for k in kernels_s:
+        window = max(seconds, per_window * k)
+        busy = {"quotas": [], "none": []}
+        for i in range(rounds):
+            for how in (("quotas", "none") if i % 2 == 0 else ("none", "quotas")):
+                r = run(options if how == "quotas" else None, demand, seconds=window, kernel_s=k)
+                busy[how].append(r.busy(pool))
+        mean = {how: statistics.fmean(b) for how, b in busy.items()}
+        spread = sum((max(b) - min(b)) / mean[how] if mean[how] > 0 else float("nan") for how, b in busy.items())
+        out[k] = {"quotas": 1 - max(busy["quotas"]), "none": 1 - max(busy["none"]), "spread": spread}
+    return out
 
 
 def remove_groups(groups) -> None:

@@ -304,7 +304,41 @@ def test_lab04_partial_numbers_give_partial_bullets():
 def test_lab03_names_the_overhead_it_measured():
     got = bullet("03_quotas", "Scheduling overhead", FULL)
     assert got.startswith("Scheduling overhead at balanced saturation (every tenant wanting twice its quota): +2 %")
-    assert got.endswith("; placement groups +10 %.")
+    assert "; placement groups +10 %. At your workload's kernel length" in got
+
+
+@pytest.mark.parametrize("changes, lab00, says", [
+    # lab 00's kernel (256 images at 7,100 images/s: 36 ms), inside the lengths the sweep measured
+    ({}, None, "At your workload's kernel length (36.1 ms, lab 00's image kernel at your batch of 256), scheduling "
+               "each kernel as a task left 17 % of the pool's GPU-time unused with quotas and 17 % without; it falls "
+               "to 15 % at about 39.3 ms kernels on this machine: the cost is per kernel, so longer tasks pay less."),
+    # no lab 00: the lab's own kernel
+    ({}, {}, "At your workload's kernel length (200 ms, this lab's emulated kernel), scheduling each kernel as a task "
+             "left 6 % of the pool's GPU-time unused with quotas and 6 % without"),
+    # a GPU's sub-millisecond kernel: read at the shortest length measured
+    ({}, {"best_batch": 256, "best_images_per_s": 256 / 0.0004},
+     "At your workload's kernel length (0.4 ms, lab 00's image kernel at your batch of 256; read at 2 ms, the nearest "
+     "length measured), scheduling each kernel as a task left 68 %"),
+    # the curve never crosses 15 %
+    (dict(scheduling_loss={"0.002": {"quotas": 0.5, "none": 0.5, "spread": 0.1},
+                           "0.2": {"quotas": 0.4, "none": 0.4, "spread": 0.1}}), None,
+     "; not 15 % at any kernel length measured (2 ms–200 ms)."),
+    # the sweep not run yet
+    (dict(scheduling_loss=None), None, "; placement groups +10 %. Per-task scheduling against kernel length not "
+                                       "measured yet: run exercise 1's sweep and this cell again"),
+])
+def test_lab03_per_kernel_cost_follows_the_sweep_and_the_workload(changes, lab00, says):
+    numbers = with_("03_quotas", **changes)
+    if lab00 is not None:
+        numbers["00_measure"] = lab00
+    got = bullet("03_quotas", "Scheduling overhead", numbers)
+    assert says in got, got
+
+
+def test_lab03_the_sweep_alone_gives_a_bullet():
+    only = {"03_quotas": {"kernel_s": 0.2, "scheduling_loss": VERDICTS_FULL["03_quotas"]["scheduling_loss"]}}
+    got = takeaways.bullets("03_quotas", only)
+    assert any(b.startswith("At your workload's kernel length (200 ms") for b in got), got
 
 
 @pytest.mark.parametrize("fixed, cohort, says", [
@@ -317,6 +351,7 @@ def test_lab03_uneven_demand_bullet_follows_the_idle_gpu_time(fixed, cohort, say
                                                            idle_fraction_cohort=cohort, wait_s=None))
     assert got.endswith(says), got
     assert f"fixed quotas left {fixed * 100:.0f} % of the pool's GPU-time idle while work waited" in got
+    assert "a cost of this demand pattern, which any quota that cannot lend pays, a ResourceQuota's too, not of Ray" in got
 
 
 def test_lab03_shared_pool_wait_is_named_only_when_measured_longer():
